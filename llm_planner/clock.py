@@ -1,0 +1,44 @@
+"""Clocks: the planner core reads time only through these, so the same code runs live (wall
+clock) and in simulation (virtual clock, where a 900 s workload takes seconds)."""
+
+from __future__ import annotations
+
+import time
+
+
+class VirtualClock:
+    """Simulated time; `sleep` and `advance_to` move it instantly."""
+
+    def __init__(self, start_s: float = 0.0) -> None:
+        self._now = start_s
+
+    def now(self) -> float:
+        return self._now
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self._now += seconds
+
+    def advance_to(self, t: float) -> None:
+        if t > self._now:
+            self._now = t
+
+
+class WallClock:
+    """Monotonic seconds since the clock was made; `sleep` really waits."""
+
+    def __init__(self) -> None:
+        self._origin = time.monotonic()
+
+    def now(self) -> float:
+        return time.monotonic() - self._origin
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+    def advance_to(self, t: float) -> None:
+        self.sleep(t - self.now())
+
+
+Clock = VirtualClock | WallClock

@@ -1,0 +1,88 @@
+"""The engine interface the planner drives: continuous batching at iteration level, with
+suspend/resume that keeps a generation's context (no re-prefill on resume)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    gen_id: str
+    prefix_key: str  # identifies the shared system prompt (the skill set), for prefix caching
+    prefix: str  # shared system prompt text
+    prompt: str  # the task's own text (scene + instruction)
+    forced_output: str | None = None  # sim: the recorded plan to replay token by token
+    max_tokens: int = 512
+
+
+@dataclass(frozen=True)
+class TokenOutput:
+    gen_id: str
+    text: str  # the new text of this step (one token)
+    finished: bool
+
+
+@dataclass(frozen=True)
+class StepResult:
+    duration_s: float
+    outputs: list[TokenOutput]
+    prefill_tokens: int = 0
+
+
+@dataclass
+class EngineStats:
+    steps: int = 0
+    busy_s: float = 0.0
+    generated_tokens: int = 0
+    prefill_tokens: dict[str, int] = field(default_factory=dict)  # per generation
+    prefix_prefill_tokens: int = 0  # shared system prompts, prefilled once each
+    resumes: dict[str, int] = field(default_factory=dict)
+    max_batch: int = 0
+
+
+class EngineError(RuntimeError):
+    pass
+
+
+class Engine(ABC):
+    stats: EngineStats
+
+    @abstractmethod
+    def add(self, request: GenerationRequest) -> None:
+        """Start a new generation; it joins the batch at the next step."""
+
+    @abstractmethod
+    def suspend(self, gen_id: str) -> None:
+        """Take a generation out of the batch, keeping its context."""
+
+    @abstractmethod
+    def resume(self, gen_id: str) -> None:
+        """Put a suspended generation back into the batch without re-prefilling it."""
+
+    @abstractmethod
+    def release(self, gen_id: str) -> None:
+        """Forget a generation (finished or aborted) and free its context."""
+
+    @abstractmethod
+    def step(self) -> StepResult:
+        """Run one iteration: every running generation advances by one token."""
+
+    @property
+    @abstractmethod
+    def running(self) -> list[str]: ...
+
+    @abstractmethod
+    def context_tokens(self, gen_id: str) -> int: ...
+
+    @abstractmethod
+    def prompt_tokens(self, request: GenerationRequest) -> int:
+        """Tokens a new request will prefill (its own prompt; a cached prefix is free)."""
+
+    @abstractmethod
+    def kv_free_tokens(self) -> int: ...
+
+    @abstractmethod
+    def predict_step_s(self, batch_size: int, context_tokens: int, prefill_tokens: int = 0, resumes: int = 0) -> float:
+        """Predicted duration of one iteration, for admission decisions."""

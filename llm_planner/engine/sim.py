@@ -1,0 +1,160 @@
+"""The `sim` engine: continuous batching as a discrete-event model.
+
+Content is teacher-forced: each generation replays its recorded plan one real token per step.
+Time comes from an engine profile: every step costs a decode iteration for the batch plus the
+prefill chunks scheduled in it (chunked prefill, like vLLM). The step's duration is spent on
+the given clock (instantly on a virtual clock, really on a wall clock).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tokenizers import Tokenizer
+
+from ..clock import Clock
+from ..tokenizer import count_tokens, token_pieces
+from .base import Engine, EngineError, EngineStats, GenerationRequest, StepResult, TokenOutput
+from .profile import EngineProfile
+
+# Chat-template tokens around the task text (role markers); SmolLM2/Llama-3 use about this.
+TEMPLATE_TOKENS = 10
+
+
+@dataclass
+class _SimGeneration:
+    request: GenerationRequest
+    pieces: list[str]
+    prefix_tokens: int  # shared system prompt (attended to, cached once if prefix caching)
+    own_tokens: int  # this generation's prompt tokens held in its own KV blocks
+    prefill_left: int
+    emitted: int = 0
+    running: bool = True
+
+    @property
+    def context(self) -> int:
+        """Tokens attended to in a decode step."""
+        return self.prefix_tokens + self.own_tokens + self.emitted
+
+    @property
+    def kv_tokens(self) -> int:
+        return self.own_tokens + self.emitted
+
+
+class SimEngine(Engine):
+    needs_recorded_plan = True  # it replays recorded plans; tasks without one are rejected
+
+    def __init__(self, profile: EngineProfile, tokenizer: Tokenizer, clock: Clock) -> None:
+        self.profile = profile
+        self.tokenizer = tokenizer
+        self.clock = clock
+        self.stats = EngineStats()
+        self._gens: dict[str, _SimGeneration] = {}
+        self._order: list[str] = []  # running generations in admission order
+        self._pending_resumes = 0
+        self._cached_prefixes: dict[str, int] = {}
+        self._piece_cache: dict[str, list[str]] = {}
+        self._count_cache: dict[str, int] = {}
+
+    def _count(self, text: str) -> int:
+        n = self._count_cache.get(text)
+        if n is None:
+            n = self._count_cache[text] = count_tokens(self.tokenizer, text)
+        return n
+
+    def prompt_tokens(self, request: GenerationRequest) -> int:
+        own = self._count(request.prompt) + TEMPLATE_TOKENS
+        if self.profile.prefix_caching and request.prefix_key in self._cached_prefixes:
+            return own
+        return own + self._count(request.prefix)
+
+    def add(self, request: GenerationRequest) -> None:
+        if request.gen_id in self._gens:
+            raise EngineError(f"generation {request.gen_id} already exists")
+        if request.forced_output is None:
+            raise EngineError("the sim engine replays recorded plans; this request has none")
+        pieces = self._piece_cache.get(request.forced_output)
+        if pieces is None:
+            pieces = self._piece_cache[request.forced_output] = token_pieces(self.tokenizer, request.forced_output)
+        prefill = self.prompt_tokens(request)
+        prefix_tokens = self._count(request.prefix)
+        own = self._count(request.prompt) + TEMPLATE_TOKENS
+        if self.profile.prefix_caching:
+            if request.prefix_key not in self._cached_prefixes:
+                self._cached_prefixes[request.prefix_key] = prefix_tokens
+                self.stats.prefix_prefill_tokens += prefix_tokens
+        else:
+            own += prefix_tokens
+            prefix_tokens = 0
+        gen = _SimGeneration(request, pieces[: request.max_tokens], prefix_tokens, own, prefill)
+        self._gens[request.gen_id] = gen
+        self._order.append(request.gen_id)
+        self.stats.prefill_tokens[request.gen_id] = 0
+
+    def _get(self, gen_id: str) -> _SimGeneration:
+        try:
+            return self._gens[gen_id]
+        except KeyError:
+            raise EngineError(f"unknown generation {gen_id}") from None
+
+    def suspend(self, gen_id: str) -> None:
+        gen = self._get(gen_id)
+        if gen.running:
+            gen.running = False
+            self._order.remove(gen_id)
+
+    def resume(self, gen_id: str) -> None:
+        gen = self._get(gen_id)
+        if not gen.running:
+            gen.running = True
+            self._order.append(gen_id)
+            self._pending_resumes += 1
+            self.stats.resumes[gen_id] = self.stats.resumes.get(gen_id, 0) + 1
+
+    def release(self, gen_id: str) -> None:
+        gen = self._gens.pop(gen_id, None)
+        if gen is not None and gen.running:
+            self._order.remove(gen_id)
+
+    @property
+    def running(self) -> list[str]:
+        return list(self._order)
+
+    def context_tokens(self, gen_id: str) -> int:
+        return self._get(gen_id).context
+
+    def kv_free_tokens(self) -> int:
+        used = sum(g.kv_tokens for g in self._gens.values()) + sum(self._cached_prefixes.values())
+        return self.profile.kv_capacity_tokens - used
+
+    def predict_step_s(self, batch_size: int, context_tokens: int, prefill_tokens: int = 0, resumes: int = 0) -> float:
+        return self.profile.step_s(batch_size, context_tokens, prefill_tokens, resumes)
+
+    def step(self) -> StepResult:
+        budget = self.profile.max_batched_tokens
+        decoding: list[_SimGeneration] = []
+        prefill = 0
+        for gen_id in self._order:
+            gen = self._gens[gen_id]
+            if gen.prefill_left > 0:
+                chunk = min(gen.prefill_left, max(0, budget - len(decoding) - prefill))
+                gen.prefill_left -= chunk
+                prefill += chunk
+                self.stats.prefill_tokens[gen_id] += chunk
+                if gen.prefill_left > 0:
+                    continue  # prompt not done yet: no token this step
+            decoding.append(gen)
+        context = sum(g.context for g in decoding)
+        duration = self.profile.step_s(len(decoding), context, prefill, self._pending_resumes)
+        self._pending_resumes = 0
+        self.clock.sleep(duration)
+        outputs = []
+        for gen in decoding:
+            text = gen.pieces[gen.emitted] if gen.emitted < len(gen.pieces) else ""
+            gen.emitted += 1
+            outputs.append(TokenOutput(gen.request.gen_id, text, gen.emitted >= len(gen.pieces)))
+        self.stats.steps += 1
+        self.stats.busy_s += duration
+        self.stats.generated_tokens += len(decoding)
+        self.stats.max_batch = max(self.stats.max_batch, len(self._order))
+        return StepResult(duration, outputs, prefill)

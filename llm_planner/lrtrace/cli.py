@@ -1,0 +1,241 @@
+"""`lrtrace`: compose, import, simulate and compare robot LLM workloads."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..config import ConfigError, load_planner_config
+from ..metrics import by_label, by_level, terminal_counts
+from ..scheduler import POLICIES
+from ..tokenizer import load_tokenizer
+from . import report
+from .composer import compose_preset, list_presets, load_preset, mean_exec_times, preset_traces
+from .formats import FormatError, TraceSet, Workload, load_traces, load_workload, save
+from .simulate import SimulationResult, planned_units, simulate
+
+console = Console(stderr=True)
+
+
+def _stdout() -> Console:
+    # Piped output (CI logs, files) gets wide lines instead of 80-column wrapping.
+    return Console() if sys.stdout.isatty() else Console(width=150)
+
+
+class CliError(Exception):
+    pass
+
+
+def _parse_policies(text: str) -> list[str]:
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in names if p not in POLICIES]
+    if unknown or not names:
+        raise CliError(f"unknown policies {unknown}; choose from {', '.join(POLICIES)}")
+    return names
+
+
+def _config(args):
+    try:
+        config = load_planner_config(args.config)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    if getattr(args, "max_batch", None):
+        config = config.model_copy(update={"batch": config.batch.model_copy(update={"max_batch_size": args.max_batch})})
+    return config
+
+
+def resolve_workload(spec: str, traces_path: str | None, config) -> tuple[str, Callable[[int], Workload], TraceSet]:
+    """A workload file (ours or the TimelyLLM artifact's) or a preset name (composed per seed)."""
+    path = Path(spec)
+    if path.is_file():
+        workload, texts = load_workload(path)
+        if traces_path:
+            traces = load_traces(traces_path)
+        elif workload.preset:
+            traces = preset_traces(load_preset(workload.preset))
+        else:
+            raise CliError(f"{spec}: give the trace set with recorded plans: --traces T")
+        return workload.name, (lambda seed: workload), traces
+    if spec not in list_presets():
+        raise CliError(f"{spec!r} is neither a workload file nor a preset ({', '.join(list_presets())})")
+    preset = load_preset(spec)
+    traces = load_traces(traces_path) if traces_path else preset_traces(preset)
+    means = mean_exec_times(traces, config.robot_types)
+    return preset.name, (lambda seed: compose_preset(preset, seed, traces, means)), traces
+
+
+def cmd_compare(args) -> int:
+    config = _config(args)
+    policies = _parse_policies(args.policies)
+    if args.seeds < 1:
+        raise CliError("--seeds must be >= 1")
+    name, workload_for, traces = resolve_workload(args.workload, args.traces, config)
+    tokenizer = load_tokenizer(config.tokenizer)
+    runs: dict[str, list[SimulationResult]] = {p: [] for p in policies}
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
+                        disable=args.quiet)
+    with progress:
+        overall = progress.add_task(f"{name}", total=args.seeds * len(policies), status="")
+        for seed in range(args.seeds):
+            workload = workload_for(seed)
+            for policy in policies:
+                horizon = max((j.arrival_s for j in workload.jobs), default=0.0)
+
+                def tick(t: float, policy=policy, seed=seed) -> None:
+                    progress.update(overall, status=f"seed {seed} {policy}: {t:6.0f}/{horizon:.0f} s simulated")
+
+                runs[policy].append(simulate(workload, traces, policy, config, seed, tokenizer, progress=tick))
+                progress.advance(overall)
+    results, labels, speed = {}, {}, {}
+    for policy, sims in runs.items():
+        records = [r for s in sims for r in s.records]
+        results[policy] = by_level(records, planned_units(records, config))
+        labels[policy] = by_label(records)
+        sim_s, wall_s = sum(s.simulated_s for s in sims), sum(s.wall_s for s in sims)
+        speed[policy] = (sim_s, wall_s, terminal_counts(records))
+    title = f"{name}: {args.seeds} seed(s), profile {config.engine_profile}, max batch {config.batch.max_batch_size}"
+    out = _stdout()
+    report.print_tables(results, title, out)
+    for policy, (sim_s, wall_s, counts) in speed.items():
+        out.print(f"{policy:12s} simulated {sim_s:8.1f} s in {wall_s:6.2f} s wall "
+                  f"({sim_s / max(wall_s, 1e-9):7.0f} simulated s per wall s); tasks: {counts}")
+    if args.markdown:
+        Path(args.markdown).write_text(report.markdown_tables(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+        out.print(f"wrote {args.json}")
+    if not args.no_plots:
+        folder = Path(args.plots or Path("out") / name)
+        folder.mkdir(parents=True, exist_ok=True)
+        bars = report.plot_utility_by_task(labels, folder / "utility_by_task.png")
+        first = {p: sims[0].records for p, sims in runs.items()}
+        chosen = args.timeline_tasks.split(",") if args.timeline_tasks else report.pick_timeline_tasks(first[policies[0]])
+        timeline = report.plot_timeline(first, chosen, folder / "timeline.png")
+        out.print(f"plots: {bars}, {timeline} (timeline: seed 0, tasks {', '.join(chosen)})")
+    return 0
+
+
+def cmd_simulate(args) -> int:
+    args.policies = args.policy
+    args.seeds = 1
+    return cmd_compare(args)
+
+
+def cmd_compose(args) -> int:
+    config = _config(args)
+    if args.preset:
+        preset = load_preset(args.preset)
+        traces = load_traces(args.traces) if args.traces else preset_traces(preset)
+        workload = compose_preset(preset, args.seed, traces, mean_exec_times(traces, config.robot_types))
+    else:
+        from .composer import compose
+
+        if not (args.traces and args.trace_ids and args.rate and args.max_tpe and args.agents and args.duration):
+            raise CliError("without a preset, give --traces, --trace-ids, --rate, --max-tpe, --agents and --duration")
+        traces = load_traces(args.traces)
+        ids = [int(x) for x in args.trace_ids.split(",")]
+        workload = compose(traces, ids, args.rate, args.max_tpe, args.agents, args.duration, args.seed,
+                           exec_mean_s=mean_exec_times(traces, config.robot_types), name=Path(args.output).stem)
+    save(workload, args.output)
+    _stdout().print(f"wrote {args.output}: {len(workload.jobs)} jobs over {workload.duration_s:.0f} s, "
+                    f"{workload.agents} agents")
+    return 0
+
+
+def cmd_import(args) -> int:
+    raw_path = Path(args.file)
+    try:
+        traces = load_traces(raw_path)
+        save(traces, args.output)
+        _stdout().print(f"wrote {args.output}: trace set with {len(traces.traces)} traces")
+        return 0
+    except FormatError:
+        pass
+    workload, texts = load_workload(raw_path)
+    save(workload, args.output)
+    _stdout().print(f"wrote {args.output}: workload with {len(workload.jobs)} jobs")
+    if args.texts:
+        save(texts, args.texts)
+        _stdout().print(f"wrote {args.texts}: task texts of {len(texts.traces)} traces (no plans)")
+    return 0
+
+
+def cmd_presets(args) -> int:
+    for name in list_presets():
+        p = load_preset(name)
+        _stdout().print(f"{name}: {p.description} (rate {p.rate_per_s}/s, up to {p.max_tasks_per_event} per event, "
+                        f"{p.agents} agents, {p.duration_s:.0f} s, traces {p.trace_ids})")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lrtrace", description=__doc__)
+    parser.add_argument("--config", help="planner config (default: config/planner.yaml)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def sim_options(p):
+        p.add_argument("workload", help="workload file (LRTrace or TimelyLLM artifact JSON) or preset name")
+        p.add_argument("--traces", help="trace set (LRTrace or TimelyLLM artifact JSON); presets bring theirs")
+        p.add_argument("--max-batch", type=int, help="override batch.max_batch_size")
+        p.add_argument("--json", help="write {policy: {level: metrics}} here")
+        p.add_argument("--markdown", help="write the tables as Markdown here")
+        p.add_argument("--plots", help="folder for plots (default out/<workload>)")
+        p.add_argument("--no-plots", action="store_true")
+        p.add_argument("--timeline-tasks", help="comma-separated task ids for the timeline plot")
+        p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    p = sub.add_parser("compare", help="simulate one workload under several policies")
+    sim_options(p)
+    p.add_argument("--policies", default=",".join(POLICIES))
+    p.add_argument("--seeds", type=int, default=1,
+                   help="runs per policy; a preset is recomposed per seed, a file's jobs are kept "
+                        "and the seed draws the execution times not recorded in the jobs")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("simulate", help="simulate one workload under one policy")
+    sim_options(p)
+    p.add_argument("--policy", default="timely")
+    p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser("compose", help="compose a workload (a preset or your own parameters)")
+    p.add_argument("--preset", help=f"one of: {', '.join(list_presets())}")
+    p.add_argument("--traces")
+    p.add_argument("--trace-ids", help="comma-separated")
+    p.add_argument("--rate", type=float, help="events per second (Poisson)")
+    p.add_argument("--max-tpe", type=int, help="max tasks per event")
+    p.add_argument("--agents", type=int)
+    p.add_argument("--duration", type=float, help="seconds")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-o", "--output", required=True, help=".yaml or .json")
+    p.set_defaults(func=cmd_compose)
+
+    p = sub.add_parser("import", help="convert a TimelyLLM artifact workload or trace set to LRTrace")
+    p.add_argument("file")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--texts", help="for a workload: also write its task texts as a trace set")
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("presets", help="list workload presets")
+    p.set_defaults(func=cmd_presets)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (CliError, FormatError, ConfigError, ValueError, FileNotFoundError) as exc:
+        console.print(f"[red]lrtrace {args.command}: {exc}[/red]")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""LRTrace file formats: trace sets (recorded robot tasks) and workloads (who gets which task
+when). Both are YAML or JSON; `load_*` also accepts the TimelyLLM artifact's JSON (detected).
+
+Trace set (`format: lrtrace.traces/1`):
+  name, traces: [{trace_id, name, robot_type, urgency, tuf?: [beta, ert, cutoff],
+                  instruction, plan, plan_time_s?, exec_times_s?: [seconds per call], source?}]
+Workload (`format: lrtrace.workload/1`):
+  name, seed?, duration_s, agents, preset?,
+  jobs: [{job_id, arrival_s, agent, trace_id, tuf?: [...], exec_times_s?: [...]}]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import yaml
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+TRACES_FORMAT = "lrtrace.traces/1"
+WORKLOAD_FORMAT = "lrtrace.workload/1"
+
+
+class FormatError(ValueError):
+    pass
+
+
+def _check_tuf(value):
+    if len(value) != 3 or not all(math.isfinite(v) for v in value):
+        raise ValueError("tuf must be [beta, ert_s, cutoff_s] with finite numbers")
+    beta, ert, cutoff = value
+    if beta <= 0 or ert < 0 or cutoff <= ert:
+        raise ValueError(f"tuf {list(value)}: need beta > 0, ert >= 0, cutoff > ert")
+    return value
+
+
+TufTriple = Annotated[tuple[float, float, float], AfterValidator(_check_tuf)]
+
+
+class Trace(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    trace_id: int
+    name: str
+    robot_type: str
+    urgency: str = "normal"
+    tuf: TufTriple | None = None
+    instruction: str = Field(min_length=1)
+    plan: str
+    plan_time_s: float | None = None
+    exec_times_s: list[float] | None = None
+    source: str = ""
+
+
+class TraceSet(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    format: str = TRACES_FORMAT
+    name: str
+    description: str = ""
+    traces: list[Trace]
+
+    def by_id(self) -> dict[int, Trace]:
+        out: dict[int, Trace] = {}
+        for t in self.traces:
+            if t.trace_id in out:
+                raise FormatError(f"trace set {self.name}: duplicate trace_id {t.trace_id}")
+            out[t.trace_id] = t
+        return out
+
+
+class Job(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    job_id: int
+    arrival_s: float = Field(ge=0)
+    agent: int = Field(ge=0)
+    trace_id: int
+    tuf: TufTriple | None = None
+    exec_times_s: list[float] | None = None
+
+
+class Workload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    format: str = WORKLOAD_FORMAT
+    name: str
+    seed: int | None = None
+    preset: str | None = None
+    duration_s: float = Field(gt=0)
+    agents: int = Field(gt=0)
+    jobs: list[Job]
+
+
+def _read(path: Path):
+    text = path.read_text()
+    try:
+        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise FormatError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+
+
+def save(model: BaseModel, path: str | Path) -> None:
+    path = Path(path)
+    data = model.model_dump(mode="json", exclude_none=True)
+    if path.suffix == ".json":
+        path.write_text(json.dumps(data, indent=1))
+    else:
+        path.write_text(yaml.safe_dump(data, sort_keys=False, width=100))
+
+
+def load_traces(path: str | Path) -> TraceSet:
+    """Our trace-set format, or the TimelyLLM artifact's trace-set JSON (detected)."""
+    from . import importer
+
+    path = Path(path)
+    raw = _read(path)
+    if importer.is_artifact_traces(raw):
+        return importer.import_traces(raw, name=path.stem)
+    if not isinstance(raw, dict) or raw.get("format") != TRACES_FORMAT:
+        raise FormatError(f"{path}: neither an LRTrace trace set (format: {TRACES_FORMAT}) "
+                          f"nor a TimelyLLM artifact trace-set JSON")
+    try:
+        traces = TraceSet.model_validate(raw)
+    except ValueError as exc:
+        raise FormatError(f"{path}: {exc}") from None
+    traces.by_id()
+    return traces
+
+
+def load_workload(path: str | Path) -> tuple[Workload, TraceSet | None]:
+    """Our workload format, or the TimelyLLM artifact's job list (detected). An artifact job
+    list carries each job's task text, so it also yields a partial trace set (no plans)."""
+    from . import importer
+
+    path = Path(path)
+    raw = _read(path)
+    if importer.is_artifact_workload(raw):
+        return importer.import_workload(raw, name=path.stem)
+    if not isinstance(raw, dict) or raw.get("format") != WORKLOAD_FORMAT:
+        raise FormatError(f"{path}: neither an LRTrace workload (format: {WORKLOAD_FORMAT}) "
+                          f"nor a TimelyLLM artifact workload JSON")
+    try:
+        return Workload.model_validate(raw), None
+    except ValueError as exc:
+        raise FormatError(f"{path}: {exc}") from None

@@ -1,0 +1,154 @@
+"""Tables (rich) and plots (matplotlib) for simulated or recorded runs."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from ..metrics import METRIC_KEYS
+from ..tasks import TaskRecord
+
+_HEADERS = {
+    "utility_mean": "utility (mean)",
+    "utility_pct_of_max": "% of max",
+    "response_p50_s": "response p50 s",
+    "response_p95_s": "response p95 s",
+    "waiting_mean_s": "waiting mean s",
+    "tasks": "tasks",
+}
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+
+
+def comparison_tables(results: dict[str, dict[str, dict]], title: str = "") -> list[Table]:
+    """One table per urgency level (rows: policies); `results` is the --json structure."""
+    levels: list[str] = []
+    for per_level in results.values():
+        for level in per_level:
+            if level not in levels:
+                levels.append(level)
+    levels.sort(key=lambda lvl: (lvl == "all", lvl))
+    tables = []
+    for level in levels:
+        table = Table(title=f"{title} - {level} tasks" if title else f"{level} tasks")
+        table.add_column("policy")
+        for key in METRIC_KEYS:
+            table.add_column(_HEADERS[key], justify="right")
+        for policy, per_level in results.items():
+            if level in per_level:
+                table.add_row(policy, *(_fmt(per_level[level][k]) for k in METRIC_KEYS))
+        tables.append(table)
+    return tables
+
+
+def markdown_tables(results: dict[str, dict[str, dict]]) -> str:
+    """The same tables as Markdown (for README/docs)."""
+    levels = sorted({lvl for per in results.values() for lvl in per}, key=lambda lvl: (lvl == "all", lvl))
+    out = []
+    for level in levels:
+        out.append(f"**{level}**\n")
+        out.append("| policy | " + " | ".join(_HEADERS[k] for k in METRIC_KEYS) + " |")
+        out.append("|---" * (len(METRIC_KEYS) + 1) + "|")
+        for policy, per_level in results.items():
+            if level in per_level:
+                out.append(f"| {policy} | " + " | ".join(_fmt(per_level[level][k]) for k in METRIC_KEYS) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+def print_tables(results: dict[str, dict[str, dict]], title: str = "", console: Console | None = None) -> None:
+    console = console or Console()
+    for table in comparison_tables(results, title):
+        console.print(table)
+
+
+def plot_utility_by_task(per_label: dict[str, dict[str, dict]], path: Path) -> Path:
+    """Grouped bars: % of max utility per task type, one bar per policy."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    policies = list(per_label)
+    labels = sorted({lbl for d in per_label.values() for lbl in d},
+                    key=lambda lbl: (next(d[lbl]["level"] for d in per_label.values() if lbl in d), lbl))
+    width = 0.8 / max(1, len(policies))
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(labels) + 2), 4))
+    for i, policy in enumerate(policies):
+        ys = [per_label[policy].get(lbl, {}).get("utility_pct_of_max") or 0 for lbl in labels]
+        ax.bar([x + i * width for x in range(len(labels))], ys, width, label=policy)
+    ax.set_xticks([x + width * (len(policies) - 1) / 2 for x in range(len(labels))])
+    names = [f"{lbl}\n({next(d[lbl]['level'] for d in per_label.values() if lbl in d)})" for lbl in labels]
+    ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("utility, % of maximum")
+    ax.set_ylim(0, 105)
+    ax.legend(fontsize=8, ncol=min(5, len(policies)))
+    ax.set_title("Utility per task type")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def pick_timeline_tasks(records: list[TaskRecord], n_normal: int = 3) -> list[str]:
+    """The urgent task that arrived under the most contention (most tasks in flight), and
+    the normal tasks that arrived just before it."""
+    ordered = sorted(records, key=lambda r: r.request.arrival_s)
+
+    def in_flight(r: TaskRecord) -> int:
+        t = r.request.arrival_s
+        return sum(1 for o in ordered if o.request.arrival_s <= t < (o.finished_s if math.isfinite(o.finished_s) else t))
+
+    urgent = [r for r in ordered if r.request.level != "normal"]
+    if not urgent:
+        return [r.request.task_id for r in ordered[: n_normal + 1]]
+    pick = max(urgent, key=in_flight)
+    before = [r for r in ordered if r.request.level == "normal" and r.request.arrival_s <= pick.request.arrival_s]
+    return [r.request.task_id for r in before[-n_normal:]] + [pick.request.task_id]
+
+
+def plot_timeline(runs: dict[str, list[TaskRecord]], task_ids: list[str], path: Path) -> Path:
+    """Generation vs execution per task (like TimelyLLM Fig. 6), one panel per policy."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(runs), 1, figsize=(10, 1.0 + 0.45 * len(task_ids) * len(runs)), squeeze=False)
+    t0 = None
+    for policy, records in runs.items():
+        by_id = {r.request.task_id: r for r in records}
+        starts = [by_id[t].request.arrival_s for t in task_ids if t in by_id]
+        if starts:
+            t0 = min(starts) if t0 is None else min(t0, min(starts))
+    t0 = t0 or 0.0
+    for ax, (policy, records) in zip(axes[:, 0], runs.items()):
+        by_id = {r.request.task_id: r for r in records}
+        for row, task_id in enumerate(task_ids):
+            r = by_id.get(task_id)
+            if r is None:
+                continue
+            gen = [(a - t0, max(b - a, 0.004)) for a, b in r.gen_intervals]
+            exe = [(s.started_s - t0, s.finished_s - s.started_s) for s in r.segments
+                   if math.isfinite(s.started_s) and math.isfinite(s.finished_s) and s.finished_s > s.started_s]
+            ax.broken_barh(exe, (row - 0.3, 0.25), facecolors="tab:orange")
+            ax.broken_barh(gen, (row + 0.05, 0.25), facecolors="tab:blue")
+            ax.plot([r.request.arrival_s - t0], [row], marker="|", color="black", markersize=12)
+        ax.set_yticks(range(len(task_ids)))
+        ax.set_yticklabels([f"{t} ({by_id[t].request.level})" if t in by_id else t for t in task_ids], fontsize=7)
+        ax.set_title(policy, fontsize=9, loc="left")
+        ax.grid(axis="x", alpha=0.3)
+    axes[-1, 0].set_xlabel("seconds since the first chosen task arrived  (blue: generating, orange: executing)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,326 @@
+"""The planner core: tasks in, segments out, one code path for live and simulated runs.
+
+Each engine iteration (`step`) first lets the batch controller admit the best queued
+generations, then advances every running generation by one token and feeds the new text to
+that task's segmenter. A completed segment is dispatched to the robot at once; under a
+suspending policy the generation then leaves the batch (its context stays in the engine) and
+re-enters the ready queue with TUF_1, referenced to the estimated end of the segment's
+execution. Robot reports drive the utility accounting and the final status.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .batch import BatchController
+from .clock import Clock
+from .config import PlannerConfig
+from .engine.base import Engine, EngineError, GenerationRequest, TokenOutput
+from .exec_model import ExecModel, load_exec_model, validate_stat
+from .robots import RobotPort
+from .scheduler import Policy, QueueEntry
+from .segmenter import Segment, Segmenter, make_segmenter, split_segments
+from .skills import SkillSet, load_skill_set
+from .tasks import MAX_INSTRUCTION_BYTES, DispatchedSegment, StatusUpdate, TaskRecord, TaskRequest, TaskState
+
+# Typical task prompt (scene + instruction) and attended context, for the per-class estimate
+# of a segment's generation time G.
+_TYPICAL_PROMPT_TOKENS = 100
+_TYPICAL_CONTEXT_TOKENS = 1000
+
+
+@dataclass
+class Generation:
+    record: TaskRecord
+    skill_set: SkillSet
+    exec_model: ExecModel
+    segmenter: Segmenter
+    request: GenerationRequest
+    in_engine: bool = False
+    run_started_s: float = math.nan
+    seg_tokens: int = 0  # tokens generated since the last segment boundary
+    text_parts: list[str] = field(default_factory=list)
+    deadline_s: float = math.inf  # when the segment being generated is due
+    est_robot_free_s: float = -math.inf  # estimated end of the last dispatched segment
+    plan_done: bool = False
+    total_calls: int = 0
+    outstanding: int = 0  # dispatched segments not yet reported finished
+    entry: QueueEntry | None = None  # the scheduling entry of the segment being generated
+
+    @property
+    def task_id(self) -> str:
+        return self.record.request.task_id
+
+
+class Planner:
+    def __init__(self, config: PlannerConfig, policy: Policy, engine: Engine, clock: Clock,
+                 robots: RobotPort, on_status: Callable[[StatusUpdate], None] | None = None) -> None:
+        self.config = config
+        self.policy = policy
+        self.engine = engine
+        self.clock = clock
+        self.robots = robots
+        self.on_status = on_status
+        self.exec_stat = validate_stat(config.exec_estimate)
+        self.queue = policy.make_queue()
+        # vLLM baselines admit greedily and never preempt, as vLLM's FCFS scheduler does.
+        self.batch = BatchController(config.batch, engine, latency_guided=config.batch.latency_guided and policy.suspend,
+                                     preemptive=policy.suspend)
+        self.records: dict[str, TaskRecord] = {}
+        self.duplicate_rejections = 0
+        self._gens: dict[str, Generation] = {}
+        self._types: dict[str, tuple[SkillSet, ExecModel]] = {}
+        self._gen_time: dict[tuple[str, bool], float] = {}
+        for name, rt in config.robot_types.items():
+            skill_set = load_skill_set(rt.skill_set)
+            model = load_exec_model(rt.exec_model)
+            if model.spec.skill_set != skill_set.name:
+                raise ValueError(f"robot type {name}: exec model {rt.exec_model} is for skill set "
+                                 f"{model.spec.skill_set}, not {skill_set.name}")
+            self._types[name] = (skill_set, model)
+            for first in (True, False):
+                self._gen_time.setdefault((skill_set.name, first), self._estimate_gen_time(skill_set, first))
+
+    # ----------------------------------------------------------------- estimates
+    def _estimate_gen_time(self, skill_set: SkillSet, first: bool) -> float:
+        """G: l_max tokens at batch 1 (+ the prompt's prefill for a first segment)."""
+        step = self.engine.predict_step_s(1, _TYPICAL_CONTEXT_TOKENS)
+        prefill = self.engine.predict_step_s(1, _TYPICAL_CONTEXT_TOKENS, _TYPICAL_PROMPT_TOKENS) - step if first else 0.0
+        return round(prefill + skill_set.segment_tokens * step, 6)
+
+    def robot_models(self, task_id: str) -> tuple[SkillSet, ExecModel]:
+        return self._types[self.records[task_id].request.robot_type]
+
+    # ----------------------------------------------------------------- intake
+    def submit(self, request: TaskRequest) -> TaskRecord:
+        """Accept a task (QUEUED) or reject it with a reason (REJECTED); never drops it."""
+        if request.task_id in self.records:
+            self.duplicate_rejections += 1
+            self._publish(StatusUpdate(request.task_id, request.robot_id, TaskState.REJECTED, self.clock.now(),
+                                       message=f"duplicate task_id {request.task_id!r}"))
+            return self.records[request.task_id]
+        record = TaskRecord(request)
+        self.records[request.task_id] = record
+        reason = self._rejection_reason(request)
+        if reason:
+            self._finish_record(record, TaskState.REJECTED, reason)
+            return record
+        skill_set, model = self._types[request.robot_type]
+        gen_request = GenerationRequest(request.task_id, skill_set.name, skill_set.prompt(),
+                                        request.instruction, request.forced_plan)
+        gen = Generation(record, skill_set, model, make_segmenter(skill_set), gen_request)
+        self._gens[request.task_id] = gen
+        self._enqueue(gen, first=True)
+        self._emit(record, TaskState.QUEUED)
+        return record
+
+    def _rejection_reason(self, r: TaskRequest) -> str:
+        if r.robot_type not in self._types:
+            return f"unknown robot type {r.robot_type!r}"
+        if not r.instruction.strip():
+            return "empty instruction"
+        if len(r.instruction.encode()) > MAX_INSTRUCTION_BYTES:
+            return f"instruction longer than {MAX_INSTRUCTION_BYTES} bytes"
+        if not math.isfinite(r.arrival_s):
+            return "arrival time is not finite"
+        if getattr(self.engine, "needs_recorded_plan", False) and r.forced_plan is None:
+            return "the sim engine replays recorded plans and this instruction has none"
+        return ""
+
+    def _enqueue(self, gen: Generation, first: bool) -> None:
+        req = gen.record.request
+        entry = QueueEntry(
+            gen_id=req.task_id,
+            tuf=req.tuf if first else req.tuf.resumed(),
+            ref_s=req.arrival_s if first else gen.est_robot_free_s,
+            gen_time_s=self._gen_time[(gen.skill_set.name, first)],
+            arrival_s=req.arrival_s,
+            first_deadline_s=req.arrival_s + req.tuf.ert_s,
+        )
+        gen.deadline_s = entry.deadline_s
+        gen.entry = entry
+        self.queue.push(entry)
+
+    # ----------------------------------------------------------------- engine loop
+    @property
+    def busy(self) -> bool:
+        return bool(self.queue) or bool(self.engine.running)
+
+    def step(self) -> bool:
+        """One engine iteration; False when there was nothing to run."""
+        now = self.clock.now()
+        self._admit(now)
+        if not self.engine.running:
+            return False
+        result = self.engine.step()
+        now = self.clock.now()
+        for out in result.outputs:
+            gen = self._gens.get(out.gen_id)
+            if gen is not None:
+                self._on_token(gen, out, now)
+        return True
+
+    def _admit(self, now: float) -> None:
+        running = [self._gens[g] for g in self.engine.running]
+        admitted, preempted = self.batch.select(self.queue, running, self._gens, now)
+        for gen in preempted:
+            self.engine.suspend(gen.task_id)
+            self._end_run(gen, now)
+            self.queue.push(gen.entry)  # same segment, same deadline; resumes where it stopped
+            self._emit(gen.record, TaskState.SUSPENDED, segment_index=len(gen.record.segments),
+                       message="preempted by a higher-priority generation")
+        for entry in admitted:
+            gen = self._gens[entry.gen_id]
+            try:
+                if gen.in_engine:
+                    self.engine.resume(gen.task_id)
+                else:
+                    self.engine.add(gen.request)
+                    gen.in_engine = True
+            except EngineError as exc:
+                self._finish(gen, TaskState.FAILED, f"engine error: {exc}")
+                continue
+            gen.run_started_s = now
+            self._emit(gen.record, TaskState.GENERATING, segment_index=len(gen.record.segments))
+
+    def _on_token(self, gen: Generation, out: TokenOutput, now: float) -> None:
+        record = gen.record
+        if math.isnan(record.first_token_s):
+            record.first_token_s = now
+        gen.text_parts.append(out.text)
+        gen.seg_tokens += 1
+        segments = gen.segmenter.feed(out.text) if self.policy.segmented else []
+        if out.finished:
+            gen.plan_done = True
+            record.plan = "".join(gen.text_parts)
+            record.plan_done_s = now
+            self._end_run(gen, now)
+            self.engine.release(gen.task_id)
+            gen.in_engine = False
+            if self.policy.segmented:
+                tail = gen.segmenter.flush()
+                if tail is not None:
+                    segments.append(tail)
+            else:
+                segments = [Segment(0, record.plan, gen.skill_set.find_calls(record.plan))]
+        for i, segment in enumerate(segments):
+            self._dispatch(gen, segment, out.finished and i == len(segments) - 1, now)
+        if out.finished:
+            self._maybe_complete(gen)
+        elif segments:
+            gen.seg_tokens = 0
+            gen.deadline_s = gen.est_robot_free_s  # the next segment is due when the robot is free
+            if self.policy.suspend:
+                self.engine.suspend(gen.task_id)
+                self._end_run(gen, now)
+                self._enqueue(gen, first=False)
+                self._emit(record, TaskState.SUSPENDED, segment_index=len(record.segments))
+
+    def _end_run(self, gen: Generation, now: float) -> None:
+        if not math.isnan(gen.run_started_s):
+            gen.record.gen_intervals.append((gen.run_started_s, now))
+            gen.run_started_s = math.nan
+
+    def _dispatch(self, gen: Generation, segment: Segment, last: bool, now: float) -> None:
+        record = gen.record
+        if self.policy.segmented:
+            unit_calls = [len(segment.calls)] if segment.calls else []
+        else:
+            unit_calls = [len(s.calls) for s in split_segments(gen.skill_set, segment.text) if s.calls]
+        dispatched = DispatchedSegment(len(record.segments), segment.text, segment.call_texts, unit_calls, last, now)
+        record.segments.append(dispatched)
+        if not segment.calls:
+            # Trailing text without a skill call (e.g. `->True`): nothing for the robot to do.
+            dispatched.started_s = dispatched.finished_s = now
+            return
+        gen.total_calls += len(segment.calls)
+        gen.outstanding += 1
+        gen.est_robot_free_s = max(now, gen.est_robot_free_s) + gen.exec_model.estimate_calls(segment.calls, self.exec_stat)
+        self._emit(record, TaskState.EXECUTING, segment_index=dispatched.index, segment_text=segment.text)
+        self.robots.dispatch(record.request.robot_id, gen.task_id, dispatched)
+
+    # ----------------------------------------------------------------- robot reports
+    def segment_started(self, task_id: str, index: int, t: float) -> None:
+        gen = self._gens.get(task_id)
+        if gen is None or index >= len(gen.record.segments):
+            return
+        segment = gen.record.segments[index]
+        segment.started_s = t
+        if index == len(gen.record.segments) - 1:
+            calls = gen.skill_set.find_calls(segment.text)
+            gen.est_robot_free_s = t + gen.exec_model.estimate_calls(calls, self.exec_stat)
+            self._refresh_queued(gen)
+
+    def segment_finished(self, task_id: str, index: int, success: bool, call_times_s: list[float],
+                         message: str, t: float) -> None:
+        gen = self._gens.get(task_id)
+        if gen is None or index >= len(gen.record.segments):
+            return  # task already terminal (canceled/failed): late reports are ignored
+        segment = gen.record.segments[index]
+        segment.finished_s = t
+        segment.call_times_s = list(call_times_s)
+        if math.isnan(segment.started_s):
+            segment.started_s = t - sum(call_times_s)
+        gen.outstanding -= 1
+        if not success:
+            self._finish(gen, TaskState.FAILED, f"robot failed segment {index}: {message or 'no reason given'}")
+            return
+        gen.record.account_segment(segment)
+        if index == len(gen.record.segments) - 1:
+            gen.est_robot_free_s = t  # robot idle now: the next segment is due now
+            self._refresh_queued(gen)
+        self._maybe_complete(gen)
+
+    def _refresh_queued(self, gen: Generation) -> None:
+        if gen.task_id in self.queue and gen.record.segments:
+            self._enqueue(gen, first=False)
+
+    def _maybe_complete(self, gen: Generation) -> None:
+        if not gen.plan_done or gen.outstanding > 0:
+            return
+        if gen.total_calls == 0:
+            self._finish(gen, TaskState.FAILED, "the plan holds no executable skill call")
+        else:
+            self._finish(gen, TaskState.SUCCEEDED, "all segments executed")
+
+    # ----------------------------------------------------------------- endings
+    def cancel(self, task_id: str, reason: str = "canceled") -> bool:
+        gen = self._gens.get(task_id)
+        if gen is None:
+            return False
+        self._finish(gen, TaskState.CANCELED, reason)
+        return True
+
+    def _finish(self, gen: Generation, state: TaskState, message: str) -> None:
+        self.queue.remove(gen.task_id)
+        if gen.in_engine:
+            self.engine.release(gen.task_id)
+            gen.in_engine = False
+        self._end_run(gen, self.clock.now())
+        if gen.outstanding > 0 and state != TaskState.SUCCEEDED:
+            self.robots.cancel(gen.record.request.robot_id, gen.task_id)
+        del self._gens[gen.task_id]
+        self._finish_record(gen.record, state, message)
+
+    def _finish_record(self, record: TaskRecord, state: TaskState, message: str) -> None:
+        record.message = message
+        record.finished_s = self.clock.now()
+        self._emit(record, state, message=message, segment_index=len(record.segments))
+
+    def _emit(self, record: TaskRecord, state: TaskState, **fields) -> None:
+        record.state = state
+        if state.terminal and record.units_executed:
+            fields.update(response_time_s=record.response_time_s, waiting_time_s=record.waiting_time_s,
+                          utility=record.utility)
+        req = record.request
+        self._publish(StatusUpdate(req.task_id, req.robot_id, state, self.clock.now(), **fields))
+
+    def _publish(self, update: StatusUpdate) -> None:
+        if self.on_status is not None:
+            self.on_status(update)
+
+    @property
+    def active_tasks(self) -> int:
+        return len(self._gens)

@@ -1,0 +1,53 @@
+"""ament_python package `llm_planner` (also pip-installable for the simulation-only use)."""
+
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+PACKAGE = "llm_planner"
+HERE = Path(__file__).parent
+
+
+def data_files():
+    """skills/, exec_models/, config/ and launch/ go to share/llm_planner, as ROS 2 expects."""
+    out = [
+        ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
+        ("share/" + PACKAGE, ["package.xml"]),
+    ]
+    for folder in ("skills", "exec_models", "config", "launch"):
+        for path in sorted((HERE / folder).rglob("*")):
+            if path.is_file():
+                rel = path.relative_to(HERE)
+                out.append((f"share/{PACKAGE}/{rel.parent}", [str(rel)]))
+    return out
+
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    data_files=data_files(),
+    python_requires=">=3.11",
+    install_requires=[
+        "numpy>=1.26",
+        "pyyaml>=6",
+        "pydantic>=2.6",
+        "rich>=13",
+        "matplotlib>=3.8",
+        "sortedcontainers>=2.4",
+        "tokenizers>=0.19",
+        "gguf>=0.10",
+    ],
+    extras_require={"test": ["pytest>=8"]},
+    zip_safe=True,
+    maintainer="llm_planner maintainers",
+    description="Time-utility LLM planner for robot fleets",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": [
+            "llm-planner = llm_planner.cli:main",
+            "lrtrace = llm_planner.lrtrace.cli:main",
+        ],
+    },
+)

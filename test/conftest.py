@@ -1,0 +1,35 @@
+import os
+
+import pytest
+
+# Tests never leave the machine (ROS 2 fixtures, later, rely on the same variables).
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ.setdefault("ROS_DOMAIN_ID", "61")
+
+
+@pytest.fixture(scope="session")
+def config():
+    from llm_planner.config import load_planner_config
+
+    return load_planner_config()
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    from llm_planner.tokenizer import load_tokenizer
+
+    return load_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def drone():
+    from llm_planner.skills import load_skill_set
+
+    return load_skill_set("minispec_drone")
+
+
+@pytest.fixture(scope="session")
+def python_arm():
+    from llm_planner.skills import load_skill_set
+
+    return load_skill_set("python_arm")

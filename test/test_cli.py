@@ -1,0 +1,60 @@
+import json
+
+from llm_planner.cli import main as planner_main
+from llm_planner.lrtrace.cli import main as lrtrace_main
+from llm_planner.metrics import METRIC_KEYS
+
+from test_importer import ARTIFACT_JOBS, ARTIFACT_TRACES
+
+
+def test_compare_on_artifact_files_writes_the_documented_json(tmp_path, capsys):
+    traces, jobs = tmp_path / "traces.json", tmp_path / "workload.json"
+    traces.write_text(json.dumps(ARTIFACT_TRACES))
+    jobs.write_text(json.dumps(ARTIFACT_JOBS))
+    out = tmp_path / "out.json"
+    rc = lrtrace_main(["compare", str(jobs), "--traces", str(traces), "--policies", "timely,vllm,vllm-stream,fcfs,edf",
+                       "--seeds", "2", "--json", str(out), "--plots", str(tmp_path / "plots"), "--quiet"])
+    assert rc == 0
+    result = json.loads(out.read_text())
+    assert list(result) == ["timely", "vllm", "vllm-stream", "fcfs", "edf"]
+    for per_level in result.values():
+        assert set(per_level) == {"normal", "urgent", "all"}
+        for metrics in per_level.values():
+            assert set(metrics) == set(METRIC_KEYS)
+        assert per_level["all"]["tasks"] == 6  # 3 jobs x 2 seeds
+        assert per_level["urgent"]["tasks"] == 2
+    assert (tmp_path / "plots" / "utility_by_task.png").stat().st_size > 10_000
+    assert (tmp_path / "plots" / "timeline.png").stat().st_size > 10_000
+    printed = capsys.readouterr().out
+    assert "urgent tasks" in printed and "simulated s per wall s" in printed
+
+
+def test_compare_preset_and_errors(tmp_path, capsys):
+    out = tmp_path / "o.json"
+    assert lrtrace_main(["compare", "wid3", "--policies", "timely,vllm", "--json", str(out), "--no-plots", "--quiet"]) == 0
+    assert set(json.loads(out.read_text())["vllm"]) == {"normal", "all"}
+    assert lrtrace_main(["compare", "wid9", "--no-plots", "--quiet"]) == 2
+    assert lrtrace_main(["compare", "wid1", "--policies", "timely,lifo", "--no-plots", "--quiet"]) == 2
+    assert "unknown policies" in capsys.readouterr().err
+
+
+def test_compose_and_import_round_trip(tmp_path):
+    w = tmp_path / "w.yaml"
+    assert lrtrace_main(["compose", "--preset", "wid2", "--seed", "7", "-o", str(w)]) == 0
+    art = tmp_path / "traces.json"
+    art.write_text(json.dumps(ARTIFACT_TRACES))
+    assert lrtrace_main(["import", str(art), "-o", str(tmp_path / "t.yaml")]) == 0
+    assert lrtrace_main(["simulate", str(w), "--policy", "edf", "--no-plots", "--quiet",
+                         "--json", str(tmp_path / "s.json")]) == 0
+    assert set(json.loads((tmp_path / "s.json").read_text())) == {"edf"}
+
+
+def test_fit_command(tmp_path, capsys):
+    csv = tmp_path / "s.csv"
+    csv.write_text("skill,arg,seconds\ng,,2.4\ng,,2.6\n")
+    assert planner_main(["fit", str(csv), "--model", "tello", "-o", str(tmp_path / "m.yaml")]) == 0
+    from llm_planner.exec_model import load_exec_model
+
+    refit = load_exec_model(tmp_path / "m.yaml")
+    assert refit.model_for("g").kind == "empirical" and refit.model_for("g").samples == [2.4, 2.6]
+    assert planner_main(["fit", str(csv), "--model", "no_such_robot"]) == 2

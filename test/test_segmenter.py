@@ -1,0 +1,119 @@
+import pytest
+
+from llm_planner.segmenter import MiniSpecSegmenter, make_segmenter, split_segments
+
+
+def stream(skill_set, text, chunk):
+    seg = make_segmenter(skill_set)
+    out = []
+    for i in range(0, len(text), chunk):
+        out += seg.feed(text[i : i + chunk])
+    tail = seg.flush()
+    return out + ([tail] if tail else [])
+
+
+PLAN = "s('bottle');g('bottle');tp();l('done; all)');"
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 7, 100])
+def test_token_boundaries_do_not_change_segments(drone, chunk):
+    segments = stream(drone, PLAN, chunk)
+    assert [s.text for s in segments] == ["s('bottle');", "g('bottle');", "tp();", "l('done; all)');"]
+    assert [s.index for s in segments] == [0, 1, 2, 3]
+
+
+def test_segment_reported_on_the_token_that_completes_it(drone):
+    seg = MiniSpecSegmenter(drone)
+    assert seg.feed("mf(") == []
+    assert seg.feed("5") == []
+    assert seg.feed("0)") == []  # a call without its ';' is not yet a complete statement
+    done = seg.feed(";tc")
+    assert [s.text for s in done] == ["mf(50);"]
+    assert done[0].call_texts == ["mf(50)"]
+
+
+def test_quoted_semicolon_and_paren_do_not_split(drone):
+    segments = stream(drone, "l('a;b)c');p(\"is it ; or )?\");", 1)
+    assert [s.call_texts for s in segments] == [["l('a;b)c')"], ['p("is it ; or )?")']]
+
+
+def test_call_inside_a_string_is_not_a_call(drone):
+    (segment,) = split_segments(drone, "l('mf(50) was done');")
+    assert segment.call_texts == ["l('mf(50) was done')"]
+
+
+def test_loop_and_conditional_are_sent_whole(drone):
+    seg = MiniSpecSegmenter(drone)
+    assert seg.feed("8{") == []  # header alone: no skill call to execute
+    assert seg.feed("?iv('cat')==True{->True};") == []  # inside the loop: not complete
+    done = seg.feed("tc(45)}g('cat');")
+    assert [s.text for s in done] == ["8{?iv('cat')==True{->True};tc(45)}", "g('cat');"]
+    assert done[0].call_texts == ["iv('cat')", "tc(45)"]
+
+
+def test_statements_without_calls_join_the_next_segment(drone):
+    segments = stream(drone, "_1=5;_2=3;mf(_1);", 2)
+    assert [s.text for s in segments] == ["_1=5;_2=3;mf(_1);"]
+    assert segments[0].call_texts == ["mf(_1)"]
+    assert segments[0].calls[0].start == len("_1=5;_2=3;")
+
+
+def test_flush_returns_unfinished_rest(drone):
+    seg = make_segmenter(drone)
+    assert [s.text for s in seg.feed("mf(50);tc(90)")] == ["mf(50);"]
+    tail = seg.flush()
+    assert tail.text == "tc(90)" and tail.call_texts == ["tc(90)"]
+    assert seg.flush() is None
+
+
+def test_text_that_never_becomes_a_call_is_flushed_without_calls(drone):
+    seg = make_segmenter(drone)
+    assert seg.feed("I cannot plan this task") == []
+    tail = seg.flush()
+    assert tail.text == "I cannot plan this task" and tail.calls == []
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1000])
+def test_segments_concatenate_to_the_output(drone, chunk):
+    text = "_1=od('p');?_1>100{mf(50)};8{?iv('c')==True{->True}tc(45)}->False"
+    assert "".join(s.text for s in stream(drone, text, chunk)) == text
+
+
+def test_longer_identifier_is_not_a_skill(drone):
+    assert drone.find_calls("xmf(50);amf(2)") == []
+
+
+PY_PLAN = (
+    "for o in ['a', 'b']:\n"
+    "    move_to(object_x(o), object_y(o))\n"
+    "    take(o)\n"
+    "else:\n"
+    "    say('x;y)')\n"
+    "move_to(1, 2)\n"
+    "# now drop it\n"
+    "drop('bin')\n"
+)
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 1000])
+def test_python_blocks_and_lines(python_arm, chunk):
+    segments = stream(python_arm, PY_PLAN, chunk)
+    assert [s.text for s in segments] == [
+        "for o in ['a', 'b']:\n    move_to(object_x(o), object_y(o))\n    take(o)\nelse:\n    say('x;y)')\n",
+        "move_to(1, 2)\n",
+        "# now drop it\ndrop('bin')\n",
+    ]
+    # inner calls are evaluated first
+    assert segments[0].call_texts[:3] == ["object_x(o)", "object_y(o)", "move_to(object_x(o), object_y(o))"]
+
+
+def test_python_block_is_not_ready_until_dedent(python_arm):
+    seg = make_segmenter(python_arm)
+    assert seg.feed("for i in range(2):\n    take('a')\n") == []
+    done = seg.feed("drop('b')\n")
+    assert [s.text for s in done] == ["for i in range(2):\n    take('a')\n", "drop('b')\n"]
+
+
+def test_python_multiline_call(python_arm):
+    segments = stream(python_arm, "move_to(\n  1,\n  2)\ntake('a')\n", 1)
+    assert [s.call_texts for s in segments] == [["move_to(\n  1,\n  2)"], ["take('a')"]]
