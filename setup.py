@@ -43,7 +43,6 @@ setup(
     maintainer="llm_planner maintainers",
     description="Time-utility LLM planner for robot fleets",
     license="Apache-2.0",
-    tests_require=["pytest"],
     entry_points={
         "console_scripts": [
             "llm-planner = llm_planner.cli:main",
