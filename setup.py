@@ -47,6 +47,9 @@ setup(
         "console_scripts": [
             "llm-planner = llm_planner.cli:main",
             "lrtrace = llm_planner.lrtrace.cli:main",
+            "llm-planner-fleet = llm_planner.ros.fleet_main:main",
+            "llm-planner-node = llm_planner.ros.fleet_main:planner_main",
+            "llm-planner-robot = llm_planner.ros.fleet_main:robot_main",
         ],
     },
 )

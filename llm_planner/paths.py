@@ -20,6 +20,12 @@ def share_dir() -> Path:
     source_root = Path(__file__).resolve().parent.parent
     if all((source_root / d).is_dir() for d in _DATA_DIRS):
         return source_root
+    try:  # a colcon/ament install
+        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+
+        return Path(get_package_share_directory("llm_planner"))
+    except (ImportError, PackageNotFoundError):
+        pass
     installed = Path(sys.prefix) / "share" / "llm_planner"
     if installed.is_dir():
         return installed

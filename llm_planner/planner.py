@@ -70,6 +70,7 @@ class Planner:
                                      preemptive=policy.suspend)
         self.records: dict[str, TaskRecord] = {}
         self.duplicate_rejections = 0
+        self.intake_rejections: list[tuple[str, str]] = []
         self._gens: dict[str, Generation] = {}
         self._types: dict[str, tuple[SkillSet, ExecModel]] = {}
         self._gen_time: dict[tuple[str, bool], float] = {}
@@ -116,6 +117,11 @@ class Planner:
         self._emit(record, TaskState.QUEUED)
         return record
 
+    def reject(self, task_id: str, robot_id: str, reason: str) -> None:
+        """A task refused before it became a request (bad fields): REJECTED with the reason."""
+        self.intake_rejections.append((task_id, reason))
+        self._publish(StatusUpdate(task_id, robot_id, TaskState.REJECTED, self.clock.now(), message=reason))
+
     def _rejection_reason(self, r: TaskRequest) -> str:
         if r.robot_type not in self._types:
             return f"unknown robot type {r.robot_type!r}"
@@ -126,7 +132,7 @@ class Planner:
         if not math.isfinite(r.arrival_s):
             return "arrival time is not finite"
         if getattr(self.engine, "needs_recorded_plan", False) and r.forced_plan is None:
-            return "the sim engine replays recorded plans and this instruction has none"
+            return "no recorded plan for this instruction (the sim engine replays recorded plans)"
         return ""
 
     def _enqueue(self, gen: Generation, first: bool) -> None:

@@ -33,3 +33,10 @@ def python_arm():
     from llm_planner.skills import load_skill_set
 
     return load_skill_set("python_arm")
+
+
+def pytest_configure(config):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))

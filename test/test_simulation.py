@@ -153,7 +153,7 @@ def test_bad_tasks_are_rejected_with_a_reason_and_the_rest_run(config, tokenizer
     final = {s.task_id: s for s in statuses if s.state.terminal and s.task_id != "ok"}
     assert planner.records["ok"].state == TaskState.SUCCEEDED
     assert [s.message for s in statuses if s.task_id == "ok" and s.state == TaskState.REJECTED] == ["duplicate task_id 'ok'"]
-    assert "no" in final["no-plan"].message and final["no-plan"].state == TaskState.REJECTED
+    assert "no recorded plan" in final["no-plan"].message and final["no-plan"].state == TaskState.REJECTED
     assert final["empty"].message == "empty instruction"
     assert "longer than" in final["huge"].message
     assert "unknown robot type" in final["robot"].message

@@ -90,8 +90,8 @@ def plot_utility_by_task(per_label: dict[str, dict[str, dict]], path: Path) -> P
     names = [f"{lbl}\n({next(d[lbl]['level'] for d in per_label.values() if lbl in d)})" for lbl in labels]
     ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("utility, % of maximum")
-    ax.set_ylim(0, 105)
-    ax.legend(fontsize=8, ncol=min(5, len(policies)))
+    ax.set_ylim(0, 118)
+    ax.legend(fontsize=8, ncol=min(5, len(policies)), loc="upper center")
     ax.set_title("Utility per task type")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -140,8 +140,8 @@ def plot_timeline(runs: dict[str, list[TaskRecord]], task_ids: list[str], path: 
             gen = [(a - t0, max(b - a, 0.004)) for a, b in r.gen_intervals]
             exe = [(s.started_s - t0, s.finished_s - s.started_s) for s in r.segments
                    if math.isfinite(s.started_s) and math.isfinite(s.finished_s) and s.finished_s > s.started_s]
-            ax.broken_barh(exe, (row - 0.3, 0.25), facecolors="tab:orange")
-            ax.broken_barh(gen, (row + 0.05, 0.25), facecolors="tab:blue")
+            ax.broken_barh(exe, (row - 0.3, 0.25), facecolors="tab:orange", edgecolors="white", linewidth=0.8)
+            ax.broken_barh(gen, (row + 0.05, 0.25), facecolors="tab:blue", edgecolors="white", linewidth=0.5)
             ax.plot([r.request.arrival_s - t0], [row], marker="|", color="black", markersize=12)
         ax.set_yticks(range(len(task_ids)))
         ax.set_yticklabels([f"{t} ({by_id[t].request.level})" if t in by_id else t for t in task_ids], fontsize=7)

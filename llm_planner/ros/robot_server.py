@@ -1,0 +1,188 @@
+"""Robot action server: serves /<id>/execute_segment (ExecuteSegment) with a skill backend.
+
+A robot executes one segment at a time: segments of one task strictly in index order, and
+one task's plan to its last segment before the next task's (tasks in the order their goals
+arrived). A segment that arrives while the robot is busy waits (the planner sends segment
+k+1 while k executes). If the current task sends nothing more for `task_hold_s` while
+another task waits, the robot moves on (its planner may have given up on it). Feedback
+reports each call as it starts; a canceled goal stops the running call and ends CANCELED.
+
+Accepted goals wait in the robot's own queue, not in the executor: a scheduler thread picks
+the next one and only then starts its execution (`goal_handle.execute()`), so a waiting
+segment holds no executor thread; an executing one holds one while the robot moves."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+
+from llm_planner_interfaces.action import ExecuteSegment
+
+from ..fleet import RobotConfig
+from ..robot_backends import SkillBackend
+from ..skills import SkillSet
+from .qos import ACTION_SERVER
+
+
+@dataclass
+class _Job:
+    ticket: int
+    goal_handle: object
+    cancel: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
+    result: object = None
+
+    @property
+    def task_id(self) -> str:
+        return self.goal_handle.request.task_id
+
+    @property
+    def index(self) -> int:
+        return self.goal_handle.request.segment_index
+
+
+class RobotServer(Node):
+    def __init__(self, robot: RobotConfig, skill_set: SkillSet, backend: SkillBackend,
+                 task_hold_s: float = 5.0) -> None:
+        super().__init__(f"{robot.id}_server")
+        self.robot = robot
+        self.skill_set = skill_set
+        self.backend = backend
+        self.task_hold_s = task_hold_s
+        self.executed: list[tuple[str, int]] = []  # (task, segment) in execution order
+        self._cond = threading.Condition()
+        self._waiting: list[_Job] = []
+        self._by_goal: dict[bytes, _Job] = {}
+        self._current: str | None = None  # task whose plan the robot is in the middle of
+        self._idle_since = time.monotonic()
+        self._tickets = itertools.count()
+        self._closing = False
+        self._running: _Job | None = None
+        self._scheduler = threading.Thread(target=self._schedule, name=f"{robot.id}-scheduler", daemon=True)
+        self._scheduler.start()
+        self._server = ActionServer(
+            self, ExecuteSegment, f"/{robot.id}/execute_segment",
+            execute_callback=self._execute, goal_callback=self._on_goal, cancel_callback=self._on_cancel,
+            handle_accepted_callback=self._on_accepted, callback_group=ReentrantCallbackGroup(),
+            # Ended goals stay in every status message until they expire; keep that list short.
+            result_timeout=60, **ACTION_SERVER)
+
+    def _on_goal(self, goal: ExecuteSegment.Goal) -> GoalResponse:
+        return GoalResponse.ACCEPT if goal.task_id and goal.text else GoalResponse.REJECT
+
+    def _on_cancel(self, goal_handle) -> CancelResponse:
+        job = self._by_goal.get(bytes(goal_handle.goal_id.uuid))
+        if job is not None:
+            job.cancel.set()
+            with self._cond:
+                self._cond.notify_all()
+        return CancelResponse.ACCEPT
+
+    def _on_accepted(self, goal_handle) -> None:
+        job = _Job(next(self._tickets), goal_handle)
+        with self._cond:
+            self._by_goal[bytes(goal_handle.goal_id.uuid)] = job
+            self._waiting.append(job)
+            self._cond.notify_all()
+
+    def _execute(self, goal_handle) -> ExecuteSegment.Result:
+        """Runs in an executor thread once the scheduler has started this goal."""
+        job = self._by_goal.pop(bytes(goal_handle.goal_id.uuid))
+        try:
+            if self._closing:
+                result = ExecuteSegment.Result(success=False, message="robot shutting down")
+            elif job.cancel.is_set():
+                result = ExecuteSegment.Result(success=False, message="canceled before it started")
+            else:
+                result = self._run_calls(job)
+            if job.cancel.is_set():
+                goal_handle.canceled()
+            elif result.success:
+                goal_handle.succeed()
+            else:
+                goal_handle.abort()
+            job.result = result
+            return result
+        finally:
+            job.finished.set()
+
+    # ------------------------------------------------------------------ scheduler thread
+    def _next_job(self) -> _Job | None:
+        heads: dict[str, _Job] = {}
+        for job in self._waiting:  # per task, the lowest index first
+            if job.task_id not in heads or job.index < heads[job.task_id].index:
+                heads[job.task_id] = job
+        if not heads:
+            return None
+        if self._current in heads:
+            return heads[self._current]
+        if self._current is not None and time.monotonic() - self._idle_since < self.task_hold_s:
+            return None
+        return min(heads.values(), key=lambda j: j.ticket)
+
+    def _schedule(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    flush = [j for j in self._waiting if j.cancel.is_set() or self._closing]
+                    if flush:
+                        break
+                    if self._closing:
+                        return
+                    job = self._next_job()
+                    if job is not None:
+                        self._waiting.remove(job)
+                        self._current = job.task_id
+                        break
+                    self._cond.wait(0.2)
+            if flush:  # end canceled (or, at shutdown, all) waiting goals without running them
+                for j in flush:
+                    with self._cond:
+                        self._waiting.remove(j)
+                    j.goal_handle.execute()
+                continue
+            self._running = job
+            job.goal_handle.execute()
+            while not job.finished.wait(0.5):
+                if self._closing:
+                    return
+            self._running = None
+            with self._cond:
+                self._idle_since = time.monotonic()
+                if job.goal_handle.request.last or not job.result.success:
+                    self._current = None
+
+    def _run_calls(self, job: _Job) -> ExecuteSegment.Result:
+        goal = job.goal_handle.request
+        self.executed.append((goal.task_id, goal.segment_index))
+        times: list[float] = []
+        for i, call in enumerate(self.skill_set.find_calls(goal.text)):
+            job.goal_handle.publish_feedback(ExecuteSegment.Feedback(call_index=i, call=call.text))
+            outcome = self.backend.execute(call, job.cancel)
+            times.append(outcome.seconds)
+            if job.cancel.is_set():
+                return ExecuteSegment.Result(success=False, message=f"canceled during {call.text}", call_times_s=times)
+            if not outcome.success:
+                return ExecuteSegment.Result(success=False, message=outcome.message, call_times_s=times)
+        return ExecuteSegment.Result(success=True, message="", call_times_s=times)
+
+    def stop(self) -> None:
+        """Cancel what is waiting or running (so no executor thread stays busy) and stop."""
+        with self._cond:
+            self._closing = True
+            for job in self._waiting + ([self._running] if self._running else []):
+                job.cancel.set()
+            self._cond.notify_all()
+
+    def destroy_node(self) -> None:
+        self.stop()
+        self._scheduler.join(timeout=5)
+        self._server.destroy()
+        self.backend.close()
+        super().destroy_node()

@@ -1,0 +1,69 @@
+"""A small client node: publishes Tasks and collects every TaskStatus (used by `lrtrace
+replay`, the benchmarks and the tests)."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import defaultdict
+
+from rclpy.node import Node
+
+from llm_planner_interfaces.msg import Task, TaskStatus
+
+from .planner_node import QOS, STATUS_TOPIC, TASKS_TOPIC
+
+TERMINAL = (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.REJECTED, TaskStatus.CANCELED)
+
+
+class TaskClient(Node):
+    def __init__(self, name: str = "llm_planner_client") -> None:
+        super().__init__(name)
+        self._lock = threading.Condition()
+        self.statuses: dict[str, list[tuple[float, TaskStatus]]] = defaultdict(list)
+        self.published: dict[str, float] = {}
+        self._pub = self.create_publisher(Task, TASKS_TOPIC, QOS)
+        self._sub = self.create_subscription(TaskStatus, STATUS_TOPIC, self._on_status, QOS)
+
+    def _on_status(self, msg: TaskStatus) -> None:
+        with self._lock:
+            self.statuses[msg.task_id].append((time.monotonic(), msg))
+            self._lock.notify_all()
+
+    def wait_for_planner(self, timeout: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._pub.get_subscription_count() > 0:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def publish(self, task_id: str, robot_id: str, instruction: str, urgency: int = 0, beta: float = 0.0,
+                ert_s: float = 0.0, cutoff_s: float = 0.0) -> None:
+        self.published[task_id] = time.monotonic()
+        self._pub.publish(Task(task_id=task_id, robot_id=robot_id, instruction=instruction, urgency=urgency,
+                               beta=beta, ert_s=ert_s, cutoff_s=cutoff_s))
+
+    def terminal(self, task_id: str) -> TaskStatus | None:
+        return next((m for _, m in self.statuses.get(task_id, []) if m.state in TERMINAL), None)
+
+    def wait_terminal(self, task_ids, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while not all(self.terminal(t) is not None for t in task_ids):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(min(left, 0.2))
+        return True
+
+    def first(self, task_id: str, state: int) -> tuple[float, TaskStatus] | None:
+        return next(((t, m) for t, m in self.statuses.get(task_id, []) if m.state == state), None)
+
+    def segments_executing(self, task_id: str) -> list[int]:
+        return [m.segment_index for _, m in self.statuses.get(task_id, []) if m.state == TaskStatus.EXECUTING]
+
+
+def is_nan(x: float) -> bool:
+    return isinstance(x, float) and math.isnan(x)

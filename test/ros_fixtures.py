@@ -1,0 +1,57 @@
+"""Real rclpy fixtures: fleets of planner + robot servers in this process, a task client."""
+
+import os
+import threading
+
+import pytest
+
+if os.environ.get("LLM_PLANNER_REQUIRE_ROS"):  # `make test`: a missing ROS 2 is an error, not a skip
+    import llm_planner_interfaces  # noqa: F401
+    import rclpy
+else:
+    rclpy = pytest.importorskip("rclpy", reason="ROS 2 workspace not sourced (run tests via `make test`)")
+    pytest.importorskip("llm_planner_interfaces", reason="interfaces not built (run `make setup`)")
+
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+
+from llm_planner.config import load_planner_config  # noqa: E402
+from llm_planner.fleet import FleetConfig, RobotConfig  # noqa: E402
+from llm_planner.lrtrace.formats import load_traces  # noqa: E402
+from llm_planner.paths import data_path  # noqa: E402
+from llm_planner.ros.fleet_main import Fleet  # noqa: E402
+from llm_planner.ros.task_client import TaskClient  # noqa: E402
+
+TRACES = load_traces(data_path("config", "traces", "timely_tasks.yaml")).by_id()
+
+
+def instruction(trace_id: int) -> str:
+    return TRACES[trace_id].instruction
+
+
+class Running:
+    def __init__(self, fleet: Fleet, client: TaskClient) -> None:
+        self.fleet, self.client = fleet, client
+        self._executor = SingleThreadedExecutor()
+        self._executor.add_node(client)
+        self._thread = threading.Thread(target=self._executor.spin, daemon=True)
+        self._thread.start()
+        assert client.wait_for_planner(15), "planner did not subscribe to /llm_planner/tasks"
+        for robot in fleet.robots:  # every action server discovered by the planner's clients
+            port = fleet.planner_node.port
+            assert port.clients[robot.robot.id].wait_for_server(timeout_sec=15), robot.robot.id
+
+    def stop(self) -> None:
+        self._executor.shutdown(timeout_sec=2)
+        self.client.destroy_node()
+        self._thread.join(timeout=5)
+        self.fleet.shutdown()
+
+
+def start_fleet(robots: list[RobotConfig], robot_timeout_s: float = 10.0, **config_overrides) -> Running:
+    if not rclpy.ok():
+        rclpy.init()
+    config = load_planner_config()
+    batch = config.batch.model_copy(update=config_overrides.pop("batch", {}))
+    config = config.model_copy(update={"batch": batch, **config_overrides})
+    fleet = FleetConfig(robots=robots, robot_timeout_s=robot_timeout_s)
+    return Running(Fleet(config, fleet).start(), TaskClient())

@@ -1,0 +1,134 @@
+"""End-to-end over real rclpy/Fast DDS: planner node + 2 drones + 1 arm action servers
+(sim backends at 20x speed), tasks published on /llm_planner/tasks."""
+
+import math
+import time
+
+import pytest
+
+from ros_fixtures import TRACES, instruction, start_fleet
+
+from llm_planner.fleet import RobotConfig
+
+FAST = {"time_scale": 0.05}
+
+
+def wait_until(predicate, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return bool(predicate())
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    robots = [
+        RobotConfig(id="drone1", type="tello", options=dict(FAST, seed=1)),
+        RobotConfig(id="drone2", type="tello", options=dict(FAST, seed=2)),
+        RobotConfig(id="arm1", type="indy7", options=dict(FAST, seed=3)),
+        # fault drills: a robot whose climbs fail, one that never finishes a descent
+        RobotConfig(id="faulty", type="tello", options=dict(FAST, fail_on=r"^mu\(")),
+        RobotConfig(id="stuck", type="tello", options=dict(FAST, stall_on=r"^md\(")),
+        RobotConfig(id="leaving", type="tello", options={"time_scale": 1.0}),
+    ]
+    running = start_fleet(robots, robot_timeout_s=1.0)
+    yield running
+    running.stop()
+
+
+def states(client, task_id):
+    return [m.state for _, m in client.statuses[task_id]]
+
+
+def test_tasks_succeed_with_segments_in_order(fleet):
+    c = fleet.client
+    jobs = {"ok-d1": ("drone1", 1), "ok-d2": ("drone2", 2), "ok-arm": ("arm1", 10), "ok-d1b": ("drone1", 3)}
+    for task_id, (robot, trace) in jobs.items():
+        c.publish(task_id, robot, instruction(trace))
+    assert c.wait_terminal(jobs, timeout=60)
+    for task_id, (robot, trace) in jobs.items():
+        final = c.terminal(task_id)
+        assert final.state == final.SUCCEEDED, (task_id, final.message)
+        assert states(c, task_id)[0] == final.QUEUED
+        sent = c.segments_executing(task_id)
+        assert sent == list(range(len(sent))) and len(sent) >= 2
+        texts = [m.segment_text for _, m in c.statuses[task_id] if m.state == m.EXECUTING]
+        assert "".join(texts).strip(";") in TRACES[trace].plan
+        assert math.isfinite(final.response_time_s) and final.utility > 0 and final.waiting_time_s >= 0
+    # each robot executed each task's segments in order, one task after the other
+    for server in fleet.fleet.robots:
+        seen = {}
+        for task_id, index in server.executed:
+            assert index == seen.get(task_id, -1) + 1
+            seen[task_id] = index
+    drone1 = [t for t, _ in fleet.fleet.robot("drone1").executed]
+    assert drone1 == sorted(drone1, key=lambda t: drone1.index(t))  # tasks not interleaved
+
+
+@pytest.mark.parametrize("fields,reason", [
+    (dict(robot_id="nobody"), "unknown robot_id"),
+    (dict(instruction=""), "empty instruction"),
+    (dict(instruction="x" * (64 * 1024 + 1)), "longer than"),
+    (dict(urgency=7), "out of range"),
+    (dict(beta=1.0, ert_s=1.0, cutoff_s=0.5), "must be greater than ert_s"),
+    (dict(beta=1.0, ert_s=float("nan"), cutoff_s=2.0), "non-finite"),
+    (dict(beta=float("inf")), "non-finite"),
+    (dict(instruction="Scene: [moon]. Fly to the moon."), "no recorded plan"),
+])
+def test_bad_input_is_rejected_and_the_node_keeps_serving(fleet, fields, reason):
+    c = fleet.client
+    task_id = f"bad-{reason.split()[0]}-{len(c.statuses)}"
+    args = dict(robot_id="drone2", instruction=instruction(8), urgency=0)
+    args.update(fields)
+    c.publish(task_id, **args)
+    assert c.wait_terminal([task_id], timeout=10)
+    final = c.terminal(task_id)
+    assert final.state == final.REJECTED and reason in final.message
+    good = f"after-{task_id}"
+    c.publish(good, "drone2", instruction(8))
+    assert c.wait_terminal([good], timeout=30) and c.terminal(good).state == c.terminal(good).SUCCEEDED
+
+
+def test_duplicate_task_id_is_rejected(fleet):
+    c = fleet.client
+    c.publish("dup", "drone1", instruction(7), urgency=1)
+    c.publish("dup", "drone1", instruction(7), urgency=1)
+
+    def finals():
+        return sorted((m.state, m.message) for _, m in c.statuses["dup"] if m.state in (m.SUCCEEDED, m.REJECTED))
+
+    assert wait_until(lambda: len(finals()) == 2, timeout=30)
+    (succeeded, _), (rejected, message) = finals()
+    assert (succeeded, rejected) == (4, 6) and message == "duplicate task_id 'dup'"
+
+
+def test_robot_reporting_a_failed_call_fails_the_task(fleet):
+    c = fleet.client
+    c.publish("fail-call", "faulty", instruction(3))  # mu(80);mf(100);mb(100);md(80);
+    assert c.wait_terminal(["fail-call"], timeout=30)
+    final = c.terminal("fail-call")
+    assert final.state == final.FAILED and "simulated failure of mu(80)" in final.message
+
+
+def test_robot_that_never_answers_fails_the_task_after_the_timeout(fleet):
+    c = fleet.client
+    c.publish("stall", "stuck", instruction(3))
+    c.publish("other", "drone2", instruction(1))
+    assert c.wait_terminal(["stall", "other"], timeout=40)
+    stall = c.terminal("stall")
+    assert stall.state == stall.FAILED and "gave no result for segment 3" in stall.message, stall.message
+    assert c.terminal("other").state == stall.SUCCEEDED
+
+
+def test_robot_that_disappears_fails_the_task(fleet):
+    c = fleet.client
+    c.publish("gone", "leaving", instruction(2))  # seven real-time segments, ~8 s
+    assert wait_until(lambda: c.segments_executing("gone"), timeout=20)
+    fleet.fleet.remove_robot("leaving")
+    assert c.wait_terminal(["gone"], timeout=30)
+    final = c.terminal("gone")
+    assert final.state == final.FAILED and "leaving" in final.message
+    c.publish("still-ok", "drone1", instruction(5))
+    assert c.wait_terminal(["still-ok"], timeout=30) and c.terminal("still-ok").state == final.SUCCEEDED
