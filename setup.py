@@ -50,6 +50,7 @@ setup(
             "llm-planner-fleet = llm_planner.ros.fleet_main:main",
             "llm-planner-node = llm_planner.ros.fleet_main:planner_main",
             "llm-planner-robot = llm_planner.ros.fleet_main:robot_main",
+            "tello-emulator = llm_planner.tello_emulator:main",
         ],
     },
 )

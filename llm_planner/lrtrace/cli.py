@@ -123,6 +123,158 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def _spin(node):
+    import threading
+
+    from rclpy.executors import SingleThreadedExecutor
+
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    return executor, thread
+
+
+def _agreement(live: dict, sim: dict) -> list[tuple[str, str, object, object, object]]:
+    rows = []
+    for level in live:
+        for key in ("utility_pct_of_max", "response_p50_s", "response_p95_s", "waiting_mean_s", "tasks"):
+            a, b = live[level].get(key), sim.get(level, {}).get(key)
+            diff = None if a is None or b is None else round(a - b, 4)
+            rows.append((level, key, a, b, diff))
+    return rows
+
+
+def cmd_replay(args) -> int:
+    import rclpy
+
+    from ..fleet import fleet_for_agents
+    from ..ros.task_client import TaskClient
+    from .live import Recorder, agent_types, records_from_recording, replay
+
+    config = _config(args)
+    if args.policy:
+        config = config.model_copy(update={"policy": _parse_policies(args.policy)[0]})
+    name, workload_for, traces = resolve_workload(args.workload, args.traces, config)
+    workload = workload_for(args.seed)
+    if args.duration:
+        workload = workload.model_copy(update={"jobs": [j for j in workload.jobs if j.arrival_s < args.duration],
+                                               "duration_s": min(workload.duration_s, args.duration)})
+    record_path = Path(args.record or Path("out") / f"{name}-live.mcap")
+    rclpy.init()
+    fleet = None
+    if args.start_fleet:
+        from ..ros.fleet_main import Fleet
+
+        traces_file = Path("out") / f"{name}-traces.yaml"
+        traces_file.parent.mkdir(parents=True, exist_ok=True)
+        save(traces, traces_file)
+        fleet_config = fleet_for_agents(agent_types(workload, traces), seed=args.seed)
+        fleet = Fleet(config, fleet_config, traces=[str(traces_file)]).start()
+        if fleet.unreachable:
+            raise CliError(f"robots did not come up: {fleet.unreachable}")
+    client = TaskClient("lrtrace_replay")
+    recorder = Recorder(client, record_path)
+    executor, thread = _spin(client)
+    try:
+        if not client.wait_for_planner(20):
+            raise CliError("no planner is subscribed to /llm_planner/tasks (start one, or pass --start-fleet)")
+        time.sleep(0.5)  # let the recorder's subscriptions match too
+        progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
+                            disable=args.quiet)
+        with progress:
+            bar = progress.add_task(f"{name} live", total=len(workload.jobs), status="")
+
+            def tick(done: int, published: int) -> None:
+                progress.update(bar, completed=done, status=f"{published} published, {done} finished")
+
+            complete = replay(client, workload, traces, config, args.speed, tick, grace_s=args.grace)
+        time.sleep(0.5)
+    finally:
+        recorder.close()
+        executor.shutdown(timeout_sec=2)
+        client.destroy_node()
+        if fleet is not None:
+            fleet.shutdown()
+        rclpy.try_shutdown()
+    out = _stdout()
+    records = records_from_recording(record_path, config, traces)
+    live = {config.policy: by_level(records)}
+    report.print_tables(live, f"{name} live over ROS 2 ({config.policy})", out)
+    out.print(f"recorded {recorder.count} messages to {record_path}; tasks: {terminal_counts(records)}"
+              + ("" if complete else " - NOT all tasks ended within the grace time"))
+    result = {"live": live}
+    if args.compare_sim:
+        from .simulate import simulate
+
+        sim = by_level(simulate(workload, traces, config.policy, config, args.seed, load_tokenizer(config.tokenizer)).records)
+        result["sim"] = {config.policy: sim}
+        from rich.table import Table
+
+        table = Table(title=f"live vs simulated ({config.policy}, same workload)")
+        for col in ("level", "metric", "live", "simulated", "live - sim"):
+            table.add_column(col, justify="right" if col not in ("level", "metric") else "left")
+        for row in _agreement(live[config.policy], sim):
+            table.add_row(*(report._fmt(v) if not isinstance(v, str) else v for v in row))
+        out.print(table)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    return 0 if complete else 1
+
+
+def cmd_record(args) -> int:
+    import rclpy
+
+    from ..ros.task_client import TaskClient
+    from .live import Recorder
+
+    rclpy.init()
+    node = TaskClient("lrtrace_recorder")
+    recorder = Recorder(node, args.output)
+    executor, _ = _spin(node)
+    _stdout().print(f"recording /llm_planner/tasks and /llm_planner/status to {args.output}"
+                    + (f" for {args.duration:.0f} s" if args.duration else "; Ctrl-C to stop"))
+    try:
+        time.sleep(args.duration) if args.duration else threading_wait_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        recorder.close()
+        executor.shutdown(timeout_sec=2)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    _stdout().print(f"wrote {recorder.count} messages to {args.output}")
+    return 0
+
+
+def threading_wait_forever() -> None:
+    while True:
+        time.sleep(3600)
+
+
+def cmd_report(args) -> int:
+    from .live import default_traces, records_from_recording
+
+    config = _config(args)
+    traces = load_traces(args.traces or default_traces())
+    records = records_from_recording(args.recording, config, traces)
+    if not records:
+        raise CliError(f"{args.recording}: no finished tasks recorded")
+    results = {config.policy: by_level(records)}
+    out = _stdout()
+    report.print_tables(results, f"{args.recording} ({config.policy})", out)
+    out.print(f"tasks: {terminal_counts(records)}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    if args.plots:
+        folder = Path(args.plots)
+        folder.mkdir(parents=True, exist_ok=True)
+        report.plot_utility_by_task({config.policy: by_label(records)}, folder / "utility_by_task.png")
+        out.print(f"plots: {folder / 'utility_by_task.png'}")
+    return 0
+
+
 def cmd_simulate(args) -> int:
     args.policies = args.policy
     args.seeds = 1
@@ -222,6 +374,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True)
     p.add_argument("--texts", help="for a workload: also write its task texts as a trace set")
     p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("replay", help="replay a workload live to a fleet over ROS 2, record it and report")
+    p.add_argument("workload", help="workload file or preset name")
+    p.add_argument("--traces")
+    p.add_argument("--start-fleet", action="store_true",
+                   help="start the planner and simulated robots for the workload's agents in this process")
+    p.add_argument("--policy", help="planner policy (with --start-fleet)")
+    p.add_argument("--max-batch", type=int)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--speed", type=float, default=1.0, help="arrival-time speed-up (2 = twice as fast)")
+    p.add_argument("--duration", type=float, help="replay only the jobs arriving in the first N seconds")
+    p.add_argument("--grace", type=float, default=60.0, help="seconds to wait for the last tasks to end")
+    p.add_argument("--record", help="MCAP file (default out/<workload>-live.mcap)")
+    p.add_argument("--compare-sim", action="store_true", help="also simulate the workload and print the differences")
+    p.add_argument("--json")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("record", help="record /llm_planner/tasks and /llm_planner/status to MCAP")
+    p.add_argument("output")
+    p.add_argument("--duration", type=float, help="seconds (default: until Ctrl-C)")
+    p.set_defaults(func=cmd_record)
+
+    p = sub.add_parser("report", help="tables (and plots) from a recording")
+    p.add_argument("recording")
+    p.add_argument("--traces", help="trace set to name task types (default: the bundled one)")
+    p.add_argument("--json")
+    p.add_argument("--plots")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("presets", help="list workload presets")
     p.set_defaults(func=cmd_presets)
