@@ -11,7 +11,7 @@ export LLM_PLANNER_CACHE := $(CURDIR)/.cache
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export ROS_DOMAIN_ID ?= 61
 
-.PHONY: setup demo test bench results clean
+.PHONY: setup demo compare test bench results clean
 
 setup: $(BUILT)
 
@@ -33,7 +33,13 @@ $(BUILT): $(STAMP) $(wildcard interfaces/llm_planner_interfaces/*/*) interfaces/
 	  --cmake-args -DPython3_EXECUTABLE=$(CURDIR)/$(PY) -DBUILD_TESTING=OFF
 	touch $(BUILT)
 
+# The fleet (planner + simulated robots, sim engine) over ROS 2, a one-minute workload replayed
+# live, recorded, reported, and compared with its simulation.
 demo: setup
+	$(ENV) lrtrace replay live1 --start-fleet --compare-sim --record out/live1-live.mcap
+
+# The simulated comparison of all five policies on WID1.
+compare: setup
 	$(ENV) lrtrace compare wid1 --policies timely,vllm,vllm-stream,fcfs,edf --seeds 1
 
 test: setup
@@ -42,6 +48,7 @@ test: setup
 bench: setup
 	$(ENV) python benchmarks/scheduling_cost.py
 	$(ENV) python benchmarks/sim_speed.py
+	$(ENV) python benchmarks/ros_overhead.py
 
 # Regenerates docs/results (the README's tables and plots).
 results: setup

@@ -161,7 +161,9 @@ def cmd_replay(args) -> int:
         workload = workload.model_copy(update={"jobs": [j for j in workload.jobs if j.arrival_s < args.duration],
                                                "duration_s": min(workload.duration_s, args.duration)})
     record_path = Path(args.record or Path("out") / f"{name}-live.mcap")
-    rclpy.init()
+    owns_rclpy = not rclpy.ok()
+    if owns_rclpy:
+        rclpy.init()
     fleet = None
     if args.start_fleet:
         from ..ros.fleet_main import Fleet
@@ -197,7 +199,8 @@ def cmd_replay(args) -> int:
         client.destroy_node()
         if fleet is not None:
             fleet.shutdown()
-        rclpy.try_shutdown()
+        if owns_rclpy:
+            rclpy.try_shutdown()
     out = _stdout()
     records = records_from_recording(record_path, config, traces)
     live = {config.policy: by_level(records)}

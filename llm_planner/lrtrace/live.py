@@ -95,12 +95,15 @@ class Recorder:
 
 def read_recording(path: str | Path) -> tuple[list, list]:
     """(tasks, statuses) as decoded messages with their log time in seconds, in order."""
-    from mcap_ros2.reader import read_ros2_messages
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
 
     tasks, statuses = [], []
-    for item in read_ros2_messages(str(path), topics=[TASKS_TOPIC, STATUS_TOPIC]):
-        target = tasks if item.channel.topic == TASKS_TOPIC else statuses
-        target.append((item.log_time_ns / 1e9, item.ros_msg))
+    with open(path, "rb") as fh:
+        reader = make_reader(fh, decoder_factories=[DecoderFactory()])
+        for _, channel, message, decoded in reader.iter_decoded_messages(topics=[TASKS_TOPIC, STATUS_TOPIC]):
+            target = tasks if channel.topic == TASKS_TOPIC else statuses
+            target.append((message.log_time / 1e9, decoded))
     return tasks, statuses
 
 

@@ -56,6 +56,7 @@ class RobotServer(Node):
         self.backend = backend
         self.task_hold_s = task_hold_s
         self.executed: list[tuple[str, int]] = []  # (task, segment) in execution order
+        self.received: dict[tuple[str, int], float] = {}  # (task, segment) -> monotonic time accepted
         self._cond = threading.Condition()
         self._waiting: list[_Job] = []
         self._by_goal: dict[bytes, _Job] = {}
@@ -71,7 +72,7 @@ class RobotServer(Node):
             execute_callback=self._execute, goal_callback=self._on_goal, cancel_callback=self._on_cancel,
             handle_accepted_callback=self._on_accepted, callback_group=ReentrantCallbackGroup(),
             # Ended goals stay in every status message until they expire; keep that list short.
-            result_timeout=60, **ACTION_SERVER)
+            result_timeout=15, **ACTION_SERVER)
 
     def _on_goal(self, goal: ExecuteSegment.Goal) -> GoalResponse:
         return GoalResponse.ACCEPT if goal.task_id and goal.text else GoalResponse.REJECT
@@ -86,6 +87,7 @@ class RobotServer(Node):
 
     def _on_accepted(self, goal_handle) -> None:
         job = _Job(next(self._tickets), goal_handle)
+        self.received[(job.task_id, job.index)] = time.monotonic()
         with self._cond:
             self._by_goal[bytes(goal_handle.goal_id.uuid)] = job
             self._waiting.append(job)

@@ -1,0 +1,44 @@
+"""The logic the launch files wrap (launch_ros is not installable here)."""
+
+import ast
+from pathlib import Path
+
+from llm_planner.ros.fleet_main import node_specs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_fleet_node_specs():
+    specs = node_specs(None, None, "edf")
+    assert [s.executable for s in specs] == ["llm-planner-robot"] * 3 + ["llm-planner-node"]
+    assert [s.name for s in specs] == ["drone1_server", "drone2_server", "arm1_server", "llm_planner"]
+    assert specs[0].arguments == ["--robot", "drone1"] and specs[-1].arguments == ["--policy", "edf"]
+    assert node_specs("c.yaml", str(ROOT / "config" / "fleet.yaml"))[0].arguments[:4] == [
+        "--config", "c.yaml", "--fleet", str(ROOT / "config" / "fleet.yaml")]
+
+
+def test_launch_files_parse_and_use_node_specs():
+    for name in ("fleet.launch.py", "planner.launch.py"):
+        tree = ast.parse((ROOT / "launch" / name).read_text())
+        names = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        assert "generate_launch_description" in names
+        assert "node_specs" in (ROOT / "launch" / name).read_text()
+
+
+def test_console_scripts_exist():
+    setup = (ROOT / "setup.py").read_text()
+    for script in ("llm-planner-robot", "llm-planner-node", "llm-planner-fleet", "lrtrace", "tello-emulator"):
+        assert f'"{script} = ' in setup
+
+
+def test_fleet_command_reports_bad_files(tmp_path, capsys):
+    from llm_planner.ros.fleet_main import main
+
+    assert main(["--fleet", str(tmp_path / "missing.yaml")]) == 2
+    bad = tmp_path / "fleet.yaml"
+    bad.write_text("robots:\n  - {id: drone1, type: submarine}\n")
+    assert main(["--fleet", str(bad)]) == 2
+    bad.write_text("robots:\n  - {id: 1drone, type: tello}\n")
+    assert main(["--fleet", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "fleet file not found" in err and "submarine" in err and "must start with a letter" in err

@@ -1,0 +1,27 @@
+"""`lrtrace replay` over ROS 2 with an in-process fleet, recorded to MCAP, and `lrtrace report`
+reading the recording back."""
+
+import json
+
+import ros_fixtures  # noqa: F401  (requires the built workspace)
+
+from llm_planner.lrtrace.cli import main
+from llm_planner.lrtrace.live import read_recording
+
+
+def test_replay_record_report(tmp_path, capsys):
+    rec, out = tmp_path / "run.mcap", tmp_path / "live.json"
+    rc = main(["replay", "live1", "--start-fleet", "--duration", "10", "--quiet", "--record", str(rec),
+               "--json", str(out), "--compare-sim", "--grace", "60"])
+    assert rc == 0
+    result = json.loads(out.read_text())
+    live, sim = result["live"]["timely"], result["sim"]["timely"]
+    assert live["all"]["tasks"] == sim["all"]["tasks"] > 0
+    tasks, statuses = read_recording(rec)
+    assert len(tasks) == live["all"]["tasks"]
+    assert {m.task_id for _, m in statuses if m.state == 4} == {m.task_id for _, m in tasks}
+    printed = capsys.readouterr().out
+    assert "live vs simulated" in printed
+    report_json = tmp_path / "report.json"
+    assert main(["report", str(rec), "--json", str(report_json)]) == 0
+    assert json.loads(report_json.read_text())["timely"] == live
