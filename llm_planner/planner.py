@@ -71,6 +71,8 @@ class Planner:
         self.records: dict[str, TaskRecord] = {}
         self.duplicate_rejections = 0
         self.intake_rejections: list[tuple[str, str]] = []
+        # (robot type, skill, numeric argument, seconds) of every executed call, for refits
+        self.exec_samples: list[tuple[str, str, float | None, float]] = []
         self._gens: dict[str, Generation] = {}
         self._types: dict[str, tuple[SkillSet, ExecModel]] = {}
         self._gen_time: dict[tuple[str, bool], float] = {}
@@ -274,6 +276,9 @@ class Planner:
             self._finish(gen, TaskState.FAILED, f"robot failed segment {index}: {message or 'no reason given'}")
             return
         gen.record.account_segment(segment)
+        robot_type = gen.record.request.robot_type
+        for call, seconds in zip(gen.skill_set.find_calls(segment.text), call_times_s):
+            self.exec_samples.append((robot_type, call.skill, call.number, seconds))
         if index == len(gen.record.segments) - 1:
             gen.est_robot_free_s = t  # robot idle now: the next segment is due now
             self._refresh_queued(gen)

@@ -46,6 +46,20 @@ class Segmenter:
         self.skill_set = skill_set
         self._prefix: list[str] = []  # completed statements of the pending segment, no call yet
         self._next_index = 0
+        self._quote: str | None = None  # the open string literal's quote character
+        self._escaped = False
+
+    def _in_string(self, ch: str) -> bool:
+        """Track '...' and "..." literals: True if `ch` is inside one (or closes it)."""
+        if self._quote is None:
+            return False
+        if self._escaped:
+            self._escaped = False
+        elif ch == "\\":
+            self._escaped = True
+        elif ch == self._quote:
+            self._quote = None
+        return True
 
     def feed(self, text: str) -> list[Segment]:
         raise NotImplementedError
@@ -82,8 +96,6 @@ class MiniSpecSegmenter(Segmenter):
     def __init__(self, skill_set: SkillSet) -> None:
         super().__init__(skill_set)
         self._statement: list[str] = []
-        self._quote: str | None = None
-        self._escaped = False
         self._parens = 0
         self._braces = 0
 
@@ -91,13 +103,7 @@ class MiniSpecSegmenter(Segmenter):
         out: list[Segment] = []
         start = 0
         for j, ch in enumerate(text):
-            if self._quote is not None:
-                if self._escaped:
-                    self._escaped = False
-                elif ch == "\\":
-                    self._escaped = True
-                elif ch == self._quote:
-                    self._quote = None
+            if self._in_string(ch):
                 continue
             if ch == "'" or ch == '"':
                 self._quote = ch
@@ -131,8 +137,6 @@ class PythonSegmenter(Segmenter):
         super().__init__(skill_set)
         self._statement: list[str] = []  # completed lines of the current statement/block
         self._line: list[str] = []
-        self._quote: str | None = None
-        self._escaped = False
         self._comment = False
         self._depth = 0
         self._in_block = False
@@ -155,13 +159,7 @@ class PythonSegmenter(Segmenter):
                     self._comment = False
                     self._end_line(out)
                 continue
-            if self._quote is not None:
-                if self._escaped:
-                    self._escaped = False
-                elif ch == "\\":
-                    self._escaped = True
-                elif ch == self._quote:
-                    self._quote = None
+            if self._in_string(ch):
                 continue
             if ch == "\n":
                 if self._depth == 0:

@@ -132,3 +132,30 @@ def test_robot_that_disappears_fails_the_task(fleet):
     assert final.state == final.FAILED and "leaving" in final.message
     c.publish("still-ok", "drone1", instruction(5))
     assert c.wait_terminal(["still-ok"], timeout=30) and c.terminal("still-ok").state == final.SUCCEEDED
+
+
+def test_goal_cancel_stops_the_call_and_is_reported(fleet):
+    from action_msgs.msg import GoalStatus
+    from rclpy.action import ActionClient
+
+    from llm_planner_interfaces.action import ExecuteSegment
+
+    node = fleet.client
+    client = ActionClient(node, ExecuteSegment, "/drone2/execute_segment")
+    try:
+        assert client.wait_for_server(timeout_sec=10)
+        goal = ExecuteSegment.Goal(task_id="cancel-me", segment_index=0, text="d(200);", calls=["d(200)"], last=True)
+        sent = client.send_goal_async(goal)
+        assert wait_until(sent.done, 10) and sent.result().accepted
+        handle = sent.result()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        canceling = handle.cancel_goal_async()
+        assert wait_until(canceling.done, 10)
+        result = handle.get_result_async()
+        assert wait_until(result.done, 10)
+        assert time.monotonic() - t0 < 5  # d(200) at time_scale 0.05 would take 10 s
+        assert result.result().status == GoalStatus.STATUS_CANCELED
+        assert result.result().result.message == "canceled during d(200)"
+    finally:
+        client.destroy()

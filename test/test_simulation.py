@@ -168,3 +168,11 @@ def test_status_sequence_of_a_segmented_task(config, tokenizer):
     assert [(s.segment_index, s.segment_text) for s in executing] == [(0, "mf(50);"), (1, "tc(90);")]
     done = statuses[-1]
     assert done.utility == pytest.approx(planner.records["t"].utility) and done.response_time_s < 1.0
+
+
+def test_measured_call_times_are_kept_for_refits(config, tokenizer):
+    planner, _ = run_planner(config, tokenizer, [request("m", plan="mf(50);tc(90);")])
+    record = planner.records["m"]
+    measured = [t for s in record.segments for t in s.call_times_s]
+    assert [(rt, skill, arg) for rt, skill, arg, _ in planner.exec_samples] == [("tello", "mf", 50.0), ("tello", "tc", 90.0)]
+    assert [sec for *_, sec in planner.exec_samples] == measured

@@ -95,7 +95,8 @@ class RobotServer(Node):
 
     def _execute(self, goal_handle) -> ExecuteSegment.Result:
         """Runs in an executor thread once the scheduler has started this goal."""
-        job = self._by_goal.pop(bytes(goal_handle.goal_id.uuid))
+        key = bytes(goal_handle.goal_id.uuid)
+        job = self._by_goal[key]
         try:
             if self._closing:
                 result = ExecuteSegment.Result(success=False, message="robot shutting down")
@@ -112,6 +113,7 @@ class RobotServer(Node):
             job.result = result
             return result
         finally:
+            self._by_goal.pop(key, None)
             job.finished.set()
 
     # ------------------------------------------------------------------ scheduler thread
