@@ -18,7 +18,7 @@ def cmd_prepare(args) -> int:
 
 def cmd_fit_exec(args) -> int:
     base = load_exec_model(args.model)
-    samples = read_samples_csv(args.samples)
+    samples = read_samples_csv(args.samples, args.robot_type)
     if not samples:
         raise ValueError(f"{args.samples}: no samples")
     fitted = fit_exec_model(base, samples, degree=args.degree)
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("fit", help="refit an execution-time model from recorded (skill, arg, seconds) samples")
     p.add_argument("samples", help="CSV with header skill,arg,seconds (arg may be empty)")
     p.add_argument("--model", required=True, help="base model: a robot type name (exec_models/) or a YAML path")
+    p.add_argument("--robot-type", help="use only rows of this robot type (CSV with a robot_type column)")
     p.add_argument("--degree", type=int, default=1, help="polynomial degree for skills whose argument varies")
     p.add_argument("-o", "--output", help="write the refitted model here (default: print it)")
     p.set_defaults(func=cmd_fit_exec)

@@ -161,8 +161,9 @@ class TimeSample:
     seconds: float
 
 
-def read_samples_csv(path: str | Path) -> list[TimeSample]:
-    """CSV with a header `skill,arg,seconds` (arg may be empty)."""
+def read_samples_csv(path: str | Path, robot_type: str | None = None) -> list[TimeSample]:
+    """CSV with a header `skill,arg,seconds` (arg may be empty); with a `robot_type` column
+    (as `llm-planner-fleet --exec-samples` writes), only that robot type's rows if given."""
     samples = []
     with open(path, newline="") as fh:
         reader = csv.DictReader(fh)
@@ -170,6 +171,8 @@ def read_samples_csv(path: str | Path) -> list[TimeSample]:
         if missing:
             raise ValueError(f"{path}: missing columns {sorted(missing)} (need skill,arg,seconds)")
         for line, row in enumerate(reader, start=2):
+            if robot_type is not None and row.get("robot_type", robot_type) != robot_type:
+                continue
             try:
                 seconds = float(row["seconds"])
                 arg = float(row["arg"]) if row.get("arg") not in (None, "") else None
@@ -179,6 +182,18 @@ def read_samples_csv(path: str | Path) -> list[TimeSample]:
                 raise ValueError(f"{path}:{line}: seconds must be a finite number >= 0")
             samples.append(TimeSample(row["skill"].strip(), arg, seconds))
     return samples
+
+
+def write_samples_csv(path: str | Path, samples: Iterable[tuple[str, str, float | None, float]]) -> int:
+    """Write (robot_type, skill, arg, seconds) rows; returns the number written."""
+    n = 0
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["robot_type", "skill", "arg", "seconds"])
+        for robot_type, skill, arg, seconds in samples:
+            writer.writerow([robot_type, skill, "" if arg is None else arg, f"{seconds:.4f}"])
+            n += 1
+    return n
 
 
 def fit_skill(samples: list[TimeSample], degree: int = 1) -> SkillTimeModel:

@@ -72,3 +72,13 @@ def test_bad_samples_are_reported(tmp_path):
     bad.write_text("name,seconds\nmf,1\n")
     with pytest.raises(ValueError, match="missing columns"):
         read_samples_csv(bad)
+
+
+def test_samples_written_by_the_fleet_are_read_back_per_robot_type(tmp_path):
+    from llm_planner.exec_model import write_samples_csv
+
+    path = tmp_path / "calls.csv"
+    assert write_samples_csv(path, [("tello", "mf", 50.0, 2.1), ("indy7", "g", None, 3.0), ("tello", "tp", None, 0.001)]) == 3
+    tello = read_samples_csv(path, "tello")
+    assert [(s.skill, s.arg, s.seconds) for s in tello] == [("mf", 50.0, 2.1), ("tp", None, 0.001)]
+    assert len(read_samples_csv(path)) == 3

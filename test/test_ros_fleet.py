@@ -159,3 +159,16 @@ def test_goal_cancel_stops_the_call_and_is_reported(fleet):
         assert result.result().result.message == "canceled during d(200)"
     finally:
         client.destroy()
+
+
+def test_empty_task_id_gets_one_assigned(fleet):
+    c = fleet.client
+    before = {t for t in c.statuses if t.startswith("auto-")}
+    c.publish("", "drone1", instruction(8))
+
+    def assigned():
+        return [t for t in c.statuses if t.startswith("auto-") and t not in before]
+
+    assert wait_until(lambda: assigned() and c.terminal(assigned()[0]) is not None, timeout=30)
+    final = c.terminal(assigned()[0])
+    assert final.state == final.SUCCEEDED and final.robot_id == "drone1"

@@ -148,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--engine", choices=["sim", "vllm"], help="override the config's engine")
     p.add_argument("--traces", action="append", help="trace sets with recorded plans for the sim engine "
                                                      "(default: timely_tasks; repeatable)")
+    p.add_argument("--exec-samples", help="on exit, write every measured call time to this CSV "
+                                          "(input of `llm-planner fit`)")
     args = p.parse_args(argv)
     try:
         config = load_planner_config(args.config, policy=args.policy, engine=args.engine)
@@ -162,10 +164,16 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ValueError, NotImplementedError) as exc:
         print(f"llm-planner-fleet: {exc}", file=sys.stderr)
         return 2
-    threading.Thread(target=nodes[-1].wait_for_robots, daemon=True).start()
+    planner_node = nodes[-1]
+    threading.Thread(target=planner_node.wait_for_robots, daemon=True).start()
     print(f"fleet up: planner + {len(fleet.robots)} robots ({', '.join(r.id for r in fleet.robots)}); "
           f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}. Ctrl-C to stop.", flush=True)
+    samples = planner_node.planner.exec_samples
     _spin_until_signal(nodes)
+    if args.exec_samples:
+        from ..exec_model import write_samples_csv
+
+        print(f"wrote {write_samples_csv(args.exec_samples, list(samples))} call times to {args.exec_samples}")
     return 0
 
 

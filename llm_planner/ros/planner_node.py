@@ -33,7 +33,6 @@ from ..tasks import DispatchedSegment, StatusUpdate
 from ..tokenizer import load_tokenizer
 from .qos import ACTION_CLIENT, TOPIC
 
-QOS = TOPIC
 TASKS_TOPIC = "/llm_planner/tasks"
 STATUS_TOPIC = "/llm_planner/status"
 
@@ -100,8 +99,10 @@ class RosRobotPort:
         client = self.clients.get(robot_id)
         if client is None or not client.server_is_ready():
             reason = "not in the fleet" if client is None else f"no action server /{robot_id}/execute_segment"
-            self.planner.segment_finished(task_id, segment.index, False, [], f"robot {robot_id}: {reason}",
-                                          self.clock.now())
+            t = self.clock.now()
+            # posted, not called: the planner is in the middle of handling this task
+            self.post(lambda: self.planner.segment_finished(task_id, segment.index, False, [],
+                                                            f"robot {robot_id}: {reason}", t))
             return
         skill_set, model = self.planner.robot_models(task_id)
         worst = model.estimate_calls(skill_set.find_calls(segment.text), "max")
@@ -241,13 +242,13 @@ class PlannerNode(Node):
         self.clock = WallClock()
         self.plans = PlanBook.from_trace_sets(traces if traces is not None else ["timely_tasks"])
         engine = SimEngine(load_engine_profile(config.engine_profile), load_tokenizer(config.tokenizer), self.clock)
-        self._status_pub = self.create_publisher(TaskStatus, STATUS_TOPIC, QOS)
+        self._status_pub = self.create_publisher(TaskStatus, STATUS_TOPIC, TOPIC)
         self.port = RosRobotPort(self, fleet, self._post, self.clock, fleet.robot_timeout_s)
         self.planner = Planner(config, get_policy(config.policy), engine, self.clock, self.port, self._publish)
         self.port.planner = self.planner
         self.driver = LiveDriver(self.planner)
         self._ids = itertools.count(1)
-        self._sub = self.create_subscription(Task, TASKS_TOPIC, self._on_task, QOS,
+        self._sub = self.create_subscription(Task, TASKS_TOPIC, self._on_task, TOPIC,
                                              callback_group=ReentrantCallbackGroup())
         self.driver.start()
         self.get_logger().info(f"policy {config.policy}, engine {config.engine} ({config.engine_profile}), "
@@ -272,7 +273,7 @@ class PlannerNode(Node):
 
     def _on_task(self, msg: Task) -> None:
         arrival = self.clock.now()
-        task_id = msg.task_id or f"task{next(self._ids)}"
+        task_id = msg.task_id or f"auto-{next(self._ids)}"
         outcome = build_request(task_id, msg.robot_id, msg.instruction, msg.urgency, msg.beta, msg.ert_s,
                                 msg.cutoff_s, config=self.config, fleet=self.fleet, arrival_s=arrival,
                                 forced_plan=self.plans.plan_for(msg.instruction),

@@ -12,7 +12,8 @@ from rclpy.node import Node
 
 from llm_planner_interfaces.msg import Task, TaskStatus
 
-from .planner_node import QOS, STATUS_TOPIC, TASKS_TOPIC
+from .planner_node import STATUS_TOPIC, TASKS_TOPIC
+from .qos import TOPIC
 
 TERMINAL = (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.REJECTED, TaskStatus.CANCELED)
 
@@ -23,8 +24,8 @@ class TaskClient(Node):
         self._lock = threading.Condition()
         self.statuses: dict[str, list[tuple[float, TaskStatus]]] = defaultdict(list)
         self.published: dict[str, float] = {}
-        self._pub = self.create_publisher(Task, TASKS_TOPIC, QOS)
-        self._sub = self.create_subscription(TaskStatus, STATUS_TOPIC, self._on_status, QOS)
+        self._pub = self.create_publisher(Task, TASKS_TOPIC, TOPIC)
+        self._sub = self.create_subscription(TaskStatus, STATUS_TOPIC, self._on_status, TOPIC)
 
     def _on_status(self, msg: TaskStatus) -> None:
         with self._lock:
