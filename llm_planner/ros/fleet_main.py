@@ -122,7 +122,8 @@ def _spin_until_signal(nodes) -> None:
     thread = threading.Thread(target=executor.spin, daemon=True)
     thread.start()
     try:
-        while not stop.wait(0.2):
+        # rclpy's own SIGINT handler shuts the context down: that is our Ctrl-C too
+        while not stop.wait(0.2) and rclpy.ok():
             pass
     except KeyboardInterrupt:
         pass
