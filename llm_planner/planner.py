@@ -237,7 +237,7 @@ class Planner:
             unit_calls = [len(segment.calls)] if segment.calls else []
         else:
             unit_calls = [len(s.calls) for s in split_segments(gen.skill_set, segment.text) if s.calls]
-        dispatched = DispatchedSegment(len(record.segments), segment.text, segment.call_texts, unit_calls, last, now)
+        dispatched = DispatchedSegment(len(record.segments), segment.text, segment.calls, unit_calls, last, now)
         record.segments.append(dispatched)
         if not segment.calls:
             # Trailing text without a skill call (e.g. `->True`): nothing for the robot to do.
@@ -257,8 +257,7 @@ class Planner:
         segment = gen.record.segments[index]
         segment.started_s = t
         if index == len(gen.record.segments) - 1:
-            calls = gen.skill_set.find_calls(segment.text)
-            gen.est_robot_free_s = t + gen.exec_model.estimate_calls(calls, self.exec_stat)
+            gen.est_robot_free_s = t + gen.exec_model.estimate_calls(segment.calls, self.exec_stat)
             self._refresh_queued(gen)
 
     def segment_finished(self, task_id: str, index: int, success: bool, call_times_s: list[float],
@@ -277,7 +276,7 @@ class Planner:
             return
         gen.record.account_segment(segment)
         robot_type = gen.record.request.robot_type
-        for call, seconds in zip(gen.skill_set.find_calls(segment.text), call_times_s):
+        for call, seconds in zip(segment.calls, call_times_s):
             self.exec_samples.append((robot_type, call.skill, call.number, seconds))
         if index == len(gen.record.segments) - 1:
             gen.est_robot_free_s = t  # robot idle now: the next segment is due now

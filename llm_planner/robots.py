@@ -44,10 +44,10 @@ class CallTimeSource:
             rng = self._rngs[task_id] = np.random.default_rng(int.from_bytes(digest[:8], "little"))
         return rng
 
-    def times(self, task_id: str, segment: DispatchedSegment, skill_set: SkillSet, model: ExecModel) -> list[float]:
+    def times(self, task_id: str, segment: DispatchedSegment, model: ExecModel) -> list[float]:
         recorded = self._recorded.get(task_id, [])
         out = []
-        for call in skill_set.find_calls(segment.text):
+        for call in segment.calls:
             i = self._consumed.get(task_id, 0)
             self._consumed[task_id] = i + 1
             out.append(recorded[i] if i < len(recorded) else model.sample(call, self._rng(task_id)))
@@ -75,8 +75,8 @@ class SimRobots:
         self.planner = planner
 
     def dispatch(self, robot_id: str, task_id: str, segment: DispatchedSegment) -> None:
-        skill_set, model = self._robot_models(task_id)
-        durations = self._times.times(task_id, segment, skill_set, model)
+        _, model = self._robot_models(task_id)
+        durations = self._times.times(task_id, segment, model)
         start = max(self._now(), self._free_at.get(robot_id, 0.0))
         end = start + sum(durations)
         self._free_at[robot_id] = end

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from .skills import SkillCall
 from .tuf import Tuf
 
 MAX_INSTRUCTION_BYTES = 64 * 1024
@@ -44,13 +45,17 @@ class TaskRequest:
 class DispatchedSegment:
     index: int
     text: str
-    calls: list[str]
+    calls: list[SkillCall]
     unit_calls: list[int]  # calls per utility unit (one unit per segmenter segment with calls)
     last: bool
     dispatched_s: float
     started_s: float = math.nan
     finished_s: float = math.nan
     call_times_s: list[float] = field(default_factory=list)
+
+    @property
+    def call_texts(self) -> list[str]:
+        return [c.text for c in self.calls]
 
 
 @dataclass

@@ -1,7 +1,6 @@
 """Real rclpy fixtures: fleets of planner + robot servers in this process, a task client."""
 
 import os
-import threading
 
 import pytest
 
@@ -12,13 +11,13 @@ else:
     rclpy = pytest.importorskip("rclpy", reason="ROS 2 workspace not sourced (run tests via `make test`)")
     pytest.importorskip("llm_planner_interfaces", reason="interfaces not built (run `make setup`)")
 
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 
 from llm_planner.config import load_planner_config  # noqa: E402
 from llm_planner.fleet import FleetConfig, RobotConfig  # noqa: E402
 from llm_planner.lrtrace.formats import load_traces  # noqa: E402
 from llm_planner.paths import data_path  # noqa: E402
 from llm_planner.ros.fleet_main import Fleet  # noqa: E402
+from llm_planner.ros.spin import spin_node  # noqa: E402
 from llm_planner.ros.task_client import TaskClient  # noqa: E402
 
 TRACES = load_traces(data_path("config", "traces", "timely_tasks.yaml")).by_id()
@@ -31,10 +30,7 @@ def instruction(trace_id: int) -> str:
 class Running:
     def __init__(self, fleet: Fleet, client: TaskClient) -> None:
         self.fleet, self.client = fleet, client
-        self._executor = SingleThreadedExecutor()
-        self._executor.add_node(client)
-        self._thread = threading.Thread(target=self._executor.spin, daemon=True)
-        self._thread.start()
+        self._executor, self._thread = spin_node(client)
         assert client.wait_for_planner(15), "planner did not subscribe to /llm_planner/tasks"
         for robot in fleet.robots:  # every action server discovered by the planner's clients
             port = fleet.planner_node.port

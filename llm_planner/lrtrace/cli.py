@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -123,18 +124,6 @@ def cmd_compare(args) -> int:
     return 0
 
 
-def _spin(node):
-    import threading
-
-    from rclpy.executors import SingleThreadedExecutor
-
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
-    return executor, thread
-
-
 def _agreement(live: dict, sim: dict) -> list[tuple[str, str, object, object, object]]:
     rows = []
     for level in live:
@@ -149,6 +138,7 @@ def cmd_replay(args) -> int:
     import rclpy
 
     from ..fleet import fleet_for_agents
+    from ..ros.spin import spin_node
     from ..ros.task_client import TaskClient
     from .live import Recorder, agent_types, records_from_recording, replay
 
@@ -177,7 +167,7 @@ def cmd_replay(args) -> int:
             raise CliError(f"robots did not come up: {fleet.unreachable}")
     client = TaskClient("lrtrace_replay")
     recorder = Recorder(client, record_path)
-    executor, thread = _spin(client)
+    executor, _ = spin_node(client)
     try:
         if not client.wait_for_planner(20):
             raise CliError("no planner is subscribed to /llm_planner/tasks (start one, or pass --start-fleet)")
@@ -229,17 +219,21 @@ def cmd_replay(args) -> int:
 def cmd_record(args) -> int:
     import rclpy
 
+    from ..ros.spin import spin_node
     from ..ros.task_client import TaskClient
     from .live import Recorder
 
     rclpy.init()
     node = TaskClient("lrtrace_recorder")
     recorder = Recorder(node, args.output)
-    executor, _ = _spin(node)
+    executor, _ = spin_node(node)
     _stdout().print(f"recording /llm_planner/tasks and /llm_planner/status to {args.output}"
                     + (f" for {args.duration:.0f} s" if args.duration else "; Ctrl-C to stop"))
+    deadline = time.monotonic() + args.duration if args.duration else math.inf
     try:
-        time.sleep(args.duration) if args.duration else threading_wait_forever()
+        # rclpy's SIGINT handler shuts the context down: that ends the recording too
+        while rclpy.ok() and time.monotonic() < deadline:
+            time.sleep(0.2)
     except KeyboardInterrupt:
         pass
     finally:
@@ -249,11 +243,6 @@ def cmd_record(args) -> int:
         rclpy.try_shutdown()
     _stdout().print(f"wrote {recorder.count} messages to {args.output}")
     return 0
-
-
-def threading_wait_forever() -> None:
-    while True:
-        time.sleep(3600)
 
 
 def cmd_report(args) -> int:

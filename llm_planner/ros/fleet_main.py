@@ -16,6 +16,7 @@ from ..exec_model import load_exec_model
 from ..fleet import FleetConfig, load_fleet
 from ..robot_backends import make_backend
 from ..skills import load_skill_set
+from .spin import spin_in_thread
 
 
 @dataclass
@@ -70,7 +71,7 @@ class Fleet:
         self.executor = MultiThreadedExecutor(num_threads=len(self.robots) + 4)
         for node in self.nodes:
             self.executor.add_node(node)
-        self._thread = threading.Thread(target=self.executor.spin, daemon=True, name="fleet-executor")
+        self._thread = None
 
     @property
     def nodes(self):
@@ -78,7 +79,7 @@ class Fleet:
 
     def start(self, wait_s: float = 30.0) -> Fleet:
         """Spin, and wait until the planner has a round trip with every robot."""
-        self._thread.start()
+        self._thread = spin_in_thread(self.executor, "fleet-executor")
         if self.planner_node is not None:
             self.unreachable = self.planner_node.wait_for_robots(wait_s)
         return self
@@ -100,7 +101,8 @@ class Fleet:
         self.executor.shutdown(timeout_sec=2.0)
         for node in self.nodes:
             node.destroy_node()
-        self._thread.join(timeout=5)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
 
 
 def _load(args) -> tuple[PlannerConfig, FleetConfig]:
@@ -119,8 +121,7 @@ def _spin_until_signal(nodes) -> None:
         executor.add_node(node)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
+    spin_in_thread(executor)
     try:
         # rclpy's own SIGINT handler shuts the context down: that is our Ctrl-C too
         while not stop.wait(0.2) and rclpy.ok():

@@ -104,13 +104,13 @@ class RosRobotPort:
             self.post(lambda: self.planner.segment_finished(task_id, segment.index, False, [],
                                                             f"robot {robot_id}: {reason}", t))
             return
-        skill_set, model = self.planner.robot_models(task_id)
-        worst = model.estimate_calls(skill_set.find_calls(segment.text), "max")
+        _, model = self.planner.robot_models(task_id)
+        worst = model.estimate_calls(segment.calls, "max")
         entry = _Pending(robot_id, task_id, segment.index, worst, self.clock.now())
         with self._lock:
             self._pending[(task_id, segment.index)] = entry
         goal = ExecuteSegment.Goal(task_id=task_id, segment_index=segment.index, text=segment.text,
-                                   calls=list(segment.calls), last=segment.last)
+                                   calls=segment.call_texts, last=segment.last)
 
         def send() -> None:
             entry.sent_s = self.clock.now()
