@@ -23,6 +23,10 @@ class VirtualClock:
         if t > self._now:
             self._now = t
 
+    def spent(self, seconds: float) -> None:
+        """Real work (a real engine's step) took this long: simulated time moves with it."""
+        self.sleep(seconds)
+
 
 class WallClock:
     """Monotonic seconds since the clock was made; `sleep` really waits."""
@@ -39,6 +43,9 @@ class WallClock:
 
     def advance_to(self, t: float) -> None:
         self.sleep(t - self.now())
+
+    def spent(self, seconds: float) -> None:
+        """Real work took this long; it has already passed on this clock."""
 
 
 Clock = VirtualClock | WallClock

@@ -4,7 +4,7 @@ fails at start with the offending field named."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -47,6 +47,21 @@ class BatchConfig(_Strict):
     latency_guided: bool = True
 
 
+class VllmConfig(_Strict):
+    """The real engine. `engine_args` go to vllm.EngineArgs unchanged (dtype, max_model_len,
+    block_size, kv_cache_memory_bytes, tensor_parallel_size, pipeline_parallel_size, ...)."""
+
+    model: str = "smollm2-135m-instruct"  # the bundled default, or a local HF model folder
+    engine_profile: str = "smollm2-135m-bf16-cpu"  # timing predictions for admission
+    constrained: bool = True  # decode only plans in the skill set's grammar
+    max_plan_tokens: int = Field(default=96, gt=0)
+    engine_args: dict[str, Any] = {}
+    # vllm.SamplingParams fields. Greedy by default; a repetition penalty counts prompt and
+    # output tokens together, so a resumed generation (plan so far in its prompt) continues
+    # exactly as an uninterrupted one would (output-only penalties would not).
+    sampling: dict[str, Any] = {"temperature": 0.0}
+
+
 class PlannerConfig(_Strict):
     policy: Literal["timely", "fcfs", "edf", "vllm", "vllm-stream"] = "timely"
     engine: Literal["sim", "vllm"] = "sim"
@@ -58,6 +73,7 @@ class PlannerConfig(_Strict):
     urgency_levels: list[UrgencyLevel]
     robot_types: dict[str, RobotTypeConfig]
     batch: BatchConfig = BatchConfig()
+    vllm: VllmConfig = VllmConfig()
 
     @model_validator(mode="after")
     def _unique_levels(self) -> PlannerConfig:

@@ -18,6 +18,7 @@ from .batch import BatchController
 from .clock import Clock
 from .config import PlannerConfig
 from .engine.base import Engine, EngineError, GenerationRequest, TokenOutput
+from .grammar import plan_grammar
 from .exec_model import ExecModel, load_exec_model, validate_stat
 from .robots import RobotPort
 from .scheduler import Policy, QueueEntry
@@ -45,6 +46,7 @@ class Generation:
     deadline_s: float = math.inf  # when the segment being generated is due
     est_robot_free_s: float = -math.inf  # estimated end of the last dispatched segment
     plan_done: bool = False
+    truncated: bool = False  # the engine stopped the plan at its token limit
     total_calls: int = 0
     outstanding: int = 0  # dispatched segments not yet reported finished
     entry: QueueEntry | None = None  # the scheduling entry of the segment being generated
@@ -111,13 +113,17 @@ class Planner:
             self._finish_record(record, TaskState.REJECTED, reason)
             return record
         skill_set, model = self._types[request.robot_type]
-        gen_request = GenerationRequest(request.task_id, skill_set.name, skill_set.prompt(),
-                                        request.instruction, request.forced_plan)
-        gen = Generation(record, skill_set, model, make_segmenter(skill_set), gen_request)
+        gen = Generation(record, skill_set, model, make_segmenter(skill_set), self.generation_request(request))
         self._gens[request.task_id] = gen
         self._enqueue(gen, first=True)
         self._emit(record, TaskState.QUEUED)
         return record
+
+    def generation_request(self, request: TaskRequest) -> GenerationRequest:
+        skill_set, _ = self._types[request.robot_type]
+        return GenerationRequest(request.task_id, skill_set.name, skill_set.prompt(), request.instruction,
+                                 request.forced_plan, chat_prefix=skill_set.chat_prefix(),
+                                 grammar=plan_grammar(skill_set))
 
     def reject(self, task_id: str, robot_id: str, reason: str) -> None:
         """A task refused before it became a request (bad fields): REJECTED with the reason."""
@@ -181,11 +187,14 @@ class Planner:
                        message="preempted by a higher-priority generation")
         for entry in admitted:
             gen = self._gens[entry.gen_id]
+            # Inside an engine that orders work itself (vLLM), earliest deadline first for the
+            # suspending policies; arrival order (0 for all) for the vLLM baselines.
+            priority = int(entry.deadline_s * 1000) if self.policy.suspend and math.isfinite(entry.deadline_s) else 0
             try:
                 if gen.in_engine:
-                    self.engine.resume(gen.task_id)
+                    self.engine.resume(gen.task_id, priority)
                 else:
-                    self.engine.add(gen.request)
+                    self.engine.add(gen.request, priority)
                     gen.in_engine = True
             except EngineError as exc:
                 self._finish(gen, TaskState.FAILED, f"engine error: {exc}")
@@ -202,6 +211,7 @@ class Planner:
         segments = gen.segmenter.feed(out.text) if self.policy.segmented else []
         if out.finished:
             gen.plan_done = True
+            gen.truncated = out.truncated
             record.plan = "".join(gen.text_parts)
             record.plan_done_s = now
             self._end_run(gen, now)
@@ -290,10 +300,11 @@ class Planner:
     def _maybe_complete(self, gen: Generation) -> None:
         if not gen.plan_done or gen.outstanding > 0:
             return
+        cut = " (the plan was cut at the engine's token limit)" if gen.truncated else ""
         if gen.total_calls == 0:
-            self._finish(gen, TaskState.FAILED, "the plan holds no executable skill call")
+            self._finish(gen, TaskState.FAILED, "the plan holds no executable skill call" + cut)
         else:
-            self._finish(gen, TaskState.SUCCEEDED, "all segments executed")
+            self._finish(gen, TaskState.SUCCEEDED, "all segments executed" + cut)
 
     # ----------------------------------------------------------------- endings
     def cancel(self, task_id: str, reason: str = "canceled") -> bool:

@@ -125,15 +125,28 @@ class SkillSet:
         calls.sort(key=lambda c: (c.end, c.start))
         return calls
 
-    def prompt(self) -> str:
-        """System text with the skill list; shared by every task of this skill set."""
+    def _system_text(self) -> str:
         lines = [self.spec.system_prompt.strip(), "", "Skills:"]
         for s in self.spec.skills:
             args = ", ".join(a.name for a in s.args)
             lines.append(f"- {s.abbr}({args}): {s.name}. {s.description}")
+        return "\n".join(lines)
+
+    def prompt(self) -> str:
+        """System text with the skill list and examples, as one text; shared by every task of
+        this skill set (what the sim engine counts as the cached prefix)."""
+        lines = [self._system_text()]
         for example in self.spec.examples:
             lines += ["", f"Task: {example['task']}", f"Plan: {example['plan']}"]
         return "\n".join(lines)
+
+    def chat_prefix(self) -> tuple[tuple[str, str], ...]:
+        """The same prompt as chat turns for a real model: the system text, then each example
+        as a user/assistant exchange (few-shot)."""
+        turns = [("system", self._system_text())]
+        for example in self.spec.examples:
+            turns += [("user", example["task"]), ("assistant", example["plan"])]
+        return tuple(turns)
 
 
 def mask_strings(text: str, filler: str = "\x01") -> str:

@@ -15,6 +15,10 @@ class GenerationRequest:
     prompt: str  # the task's own text (scene + instruction)
     forced_output: str | None = None  # sim: the recorded plan to replay token by token
     max_tokens: int = 512
+    # Real engines: the shared prefix as chat turns (system text, few-shot examples), and the
+    # skill set's plan grammar (EBNF) for constrained decoding.
+    chat_prefix: tuple[tuple[str, str], ...] = ()
+    grammar: str | None = None
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,7 @@ class TokenOutput:
     gen_id: str
     text: str  # the new text of this step (one token)
     finished: bool
+    truncated: bool = False  # finished because the token limit was reached, not by the model
 
 
 @dataclass(frozen=True)
@@ -48,17 +53,19 @@ class EngineError(RuntimeError):
 
 class Engine(ABC):
     stats: EngineStats
+    needs_recorded_plan: bool = False  # True: tasks must bring a recorded plan (the sim engine)
 
     @abstractmethod
-    def add(self, request: GenerationRequest) -> None:
-        """Start a new generation; it joins the batch at the next step."""
+    def add(self, request: GenerationRequest, priority: int = 0) -> None:
+        """Start a new generation; it joins the batch at the next step. Lower `priority`
+        values are more urgent (engines that order work internally may use it)."""
 
     @abstractmethod
     def suspend(self, gen_id: str) -> None:
         """Take a generation out of the batch, keeping its context."""
 
     @abstractmethod
-    def resume(self, gen_id: str) -> None:
+    def resume(self, gen_id: str, priority: int = 0) -> None:
         """Put a suspended generation back into the batch without re-prefilling it."""
 
     @abstractmethod
@@ -82,6 +89,10 @@ class Engine(ABC):
 
     @abstractmethod
     def kv_free_tokens(self) -> int: ...
+
+    @abstractmethod
+    def warm_up(self, requests: list[GenerationRequest]) -> None:
+        """Have each request's shared prefix (skill-set prompt) cached before work starts."""
 
     @abstractmethod
     def predict_step_s(self, batch_size: int, context_tokens: int, prefill_tokens: int = 0, resumes: int = 0) -> float:

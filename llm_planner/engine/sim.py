@@ -68,7 +68,7 @@ class SimEngine(Engine):
             return own
         return own + self._count(request.prefix)
 
-    def add(self, request: GenerationRequest) -> None:
+    def add(self, request: GenerationRequest, priority: int = 0) -> None:
         if request.gen_id in self._gens:
             raise EngineError(f"generation {request.gen_id} already exists")
         if request.forced_output is None:
@@ -91,6 +91,12 @@ class SimEngine(Engine):
         self._order.append(request.gen_id)
         self.stats.prefill_tokens[request.gen_id] = 0
 
+    def warm_up(self, requests: list[GenerationRequest]) -> None:
+        """Mark each request's shared prefix as already cached (as a warmed-up real engine)."""
+        if self.profile.prefix_caching:
+            for request in requests:
+                self._cached_prefixes.setdefault(request.prefix_key, self._count(request.prefix))
+
     def _get(self, gen_id: str) -> _SimGeneration:
         try:
             return self._gens[gen_id]
@@ -103,7 +109,7 @@ class SimEngine(Engine):
             gen.running = False
             self._order.remove(gen_id)
 
-    def resume(self, gen_id: str) -> None:
+    def resume(self, gen_id: str, priority: int = 0) -> None:
         gen = self._get(gen_id)
         if not gen.running:
             gen.running = True

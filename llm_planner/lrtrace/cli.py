@@ -47,6 +47,8 @@ def _config(args):
         config = load_planner_config(args.config)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
+    if getattr(args, "engine", None):
+        config = config.model_copy(update={"engine": args.engine})
     if getattr(args, "max_batch", None):
         config = config.model_copy(update={"batch": config.batch.model_copy(update={"max_batch_size": args.max_batch})})
     return config
@@ -72,6 +74,16 @@ def resolve_workload(spec: str, traces_path: str | None, config) -> tuple[str, C
     return preset.name, (lambda seed: compose_preset(preset, seed, traces, means)), traces
 
 
+def _cut(workload: Workload, duration: float | None) -> Workload:
+    """Only the jobs arriving in the first `duration` seconds."""
+    if not duration:
+        return workload
+    if duration <= 0:
+        raise CliError("--duration must be > 0")
+    return workload.model_copy(update={"jobs": [j for j in workload.jobs if j.arrival_s < duration],
+                                       "duration_s": min(workload.duration_s, duration)})
+
+
 def cmd_compare(args) -> int:
     config = _config(args)
     policies = _parse_policies(args.policies)
@@ -79,6 +91,13 @@ def cmd_compare(args) -> int:
         raise CliError("--seeds must be >= 1")
     name, workload_for, traces = resolve_workload(args.workload, args.traces, config)
     tokenizer = load_tokenizer(config.tokenizer)
+    engine = None
+    if config.engine == "vllm":
+        from ..clock import VirtualClock
+        from ..engine.factory import make_vllm_engine
+
+        console.print(f"starting vLLM with {args.model or config.vllm.model} ...")
+        engine = make_vllm_engine(config, VirtualClock(), args.model)
     runs: dict[str, list[SimulationResult]] = {p: [] for p in policies}
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
@@ -86,14 +105,15 @@ def cmd_compare(args) -> int:
     with progress:
         overall = progress.add_task(f"{name}", total=args.seeds * len(policies), status="")
         for seed in range(args.seeds):
-            workload = workload_for(seed)
+            workload = _cut(workload_for(seed), args.duration)
             for policy in policies:
                 horizon = max((j.arrival_s for j in workload.jobs), default=0.0)
 
                 def tick(t: float, policy=policy, seed=seed) -> None:
                     progress.update(overall, status=f"seed {seed} {policy}: {t:6.0f}/{horizon:.0f} s simulated")
 
-                runs[policy].append(simulate(workload, traces, policy, config, seed, tokenizer, progress=tick))
+                runs[policy].append(simulate(workload, traces, policy, config, seed, tokenizer, progress=tick,
+                                             engine=engine))
                 progress.advance(overall)
     results, labels, speed = {}, {}, {}
     for policy, sims in runs.items():
@@ -102,7 +122,9 @@ def cmd_compare(args) -> int:
         labels[policy] = by_label(records)
         sim_s, wall_s = sum(s.simulated_s for s in sims), sum(s.wall_s for s in sims)
         speed[policy] = (sim_s, wall_s, terminal_counts(records))
-    title = f"{name}: {args.seeds} seed(s), profile {config.engine_profile}, max batch {config.batch.max_batch_size}"
+    engine_name = (f"engine vllm ({engine.model_dir})" if engine is not None
+                   else f"profile {config.engine_profile}")
+    title = f"{name}: {args.seeds} seed(s), {engine_name}, max batch {config.batch.max_batch_size}"
     out = _stdout()
     report.print_tables(results, title, out)
     for policy, (sim_s, wall_s, counts) in speed.items():
@@ -110,6 +132,10 @@ def cmd_compare(args) -> int:
                   f"({sim_s / max(wall_s, 1e-9):7.0f} simulated s per wall s); tasks: {counts}")
     if args.markdown:
         Path(args.markdown).write_text(report.markdown_tables(results))
+    if engine is not None:
+        _print_engine_stats(runs, out)
+        if args.check_sim:
+            _check_sim(runs, workload_for, traces, config, args, out)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
         out.print(f"wrote {args.json}")
@@ -122,6 +148,62 @@ def cmd_compare(args) -> int:
         timeline = report.plot_timeline(first, chosen, folder / "timeline.png")
         out.print(f"plots: {bars}, {timeline} (timeline: seed 0, tasks {', '.join(chosen)})")
     return 0
+
+
+def _print_engine_stats(runs: dict[str, list[SimulationResult]], out) -> None:
+    """What the real engine did: generated tokens, prefix-cache use, resumes."""
+    for policy, sims in runs.items():
+        stats = [s.engine_stats for s in sims]
+        resumes = sum(sum(s.resumes.values()) for s in stats)
+        prompt, cached = sum(s.prompt_tokens for s in stats), sum(s.cached_tokens for s in stats)
+        r_prompt, r_cached = sum(s.resume_prompt_tokens for s in stats), sum(s.resume_cached_tokens for s in stats)
+        out.print(f"{policy:12s} engine: {sum(s.generated_tokens for s in stats)} tokens in {sum(s.steps for s in stats)} "
+                  f"steps ({sum(s.busy_s for s in stats):.1f} s busy); prefix cache {cached}/{prompt} prompt tokens"
+                  + (f"; {resumes} resumes, {r_cached}/{r_prompt} of their prompt tokens cached" if resumes else ""))
+
+
+TIMINGS = {
+    "first token": lambda r: r.first_token_s - r.request.arrival_s,
+    "plan generated": lambda r: r.plan_done_s - r.request.arrival_s,
+    "first action": lambda r: r.response_time_s,
+}
+
+
+def _check_sim(runs: dict[str, list[SimulationResult]], workload_for, traces, config, args, out) -> dict:
+    """Re-run each real-engine run in the `sim` engine with the engine profile of the real
+    engine and the plans it generated; print how far the simulated task timings are off."""
+    sim_config = config.model_copy(update={"engine": "sim", "engine_profile": config.vllm.engine_profile})
+    from rich.table import Table
+
+    table = Table(title=f"sim ({config.vllm.engine_profile}) vs real vLLM engine, same plans, per task")
+    for col in ("policy", "timing", "real mean s", "sim mean s", "mean |error| s", "mean |error| %"):
+        table.add_column(col, justify="left" if col in ("policy", "timing") else "right")
+    summary = {}
+    for policy, sims in runs.items():
+        errors: dict[str, list[tuple[float, float]]] = {k: [] for k in TIMINGS}
+        for real in sims:
+            plans = {r.request.task_id: r.plan for r in real.records}
+            workload = _cut(workload_for(real.seed), args.duration)
+            simulated = simulate(workload, traces, policy, sim_config, real.seed, plans=plans, warm_up=True)
+            by_task = {r.request.task_id: r for r in simulated.records}
+            for r in real.records:
+                s = by_task[r.request.task_id]
+                for key, get in TIMINGS.items():
+                    a, b = get(r), get(s)
+                    if math.isfinite(a) and math.isfinite(b):
+                        errors[key].append((a, b))
+        for key, pairs in errors.items():
+            if not pairs:
+                continue
+            real_mean = sum(a for a, _ in pairs) / len(pairs)
+            sim_mean = sum(b for _, b in pairs) / len(pairs)
+            abs_err = sum(abs(a - b) for a, b in pairs) / len(pairs)
+            summary.setdefault(policy, {})[key] = {"real_mean_s": real_mean, "sim_mean_s": sim_mean,
+                                                   "mean_abs_error_s": abs_err, "tasks": len(pairs)}
+            table.add_row(policy, key, f"{real_mean:.3f}", f"{sim_mean:.3f}", f"{abs_err:.3f}",
+                          f"{100 * abs_err / real_mean:.1f}" if real_mean > 0 else "-")
+    out.print(table)
+    return summary
 
 
 def _agreement(live: dict, sim: dict) -> list[tuple[str, str, object, object, object]]:
@@ -146,10 +228,7 @@ def cmd_replay(args) -> int:
     if args.policy:
         config = config.model_copy(update={"policy": _parse_policies(args.policy)[0]})
     name, workload_for, traces = resolve_workload(args.workload, args.traces, config)
-    workload = workload_for(args.seed)
-    if args.duration:
-        workload = workload.model_copy(update={"jobs": [j for j in workload.jobs if j.arrival_s < args.duration],
-                                               "duration_s": min(workload.duration_s, args.duration)})
+    workload = _cut(workload_for(args.seed), args.duration)
     record_path = Path(args.record or Path("out") / f"{name}-live.mcap")
     owns_rclpy = not rclpy.ok()
     if owns_rclpy:
@@ -335,6 +414,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--no-plots", action="store_true")
         p.add_argument("--timeline-tasks", help="comma-separated task ids for the timeline plot")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
+        p.add_argument("--engine", choices=("sim", "vllm"),
+                       help="sim: recorded plans, profiled timing; vllm: plans generated live by the model "
+                            "(default: the config's engine)")
+        p.add_argument("--model", help="with --engine vllm: a local Hugging Face model folder (default: config)")
+        p.add_argument("--duration", type=float, help="only the jobs arriving in the first N seconds")
+        p.add_argument("--check-sim", action="store_true",
+                       help="with --engine vllm: re-simulate each run with the sim engine, the real engine's "
+                            "profile and the generated plans, and print the timing error")
 
     p = sub.add_parser("compare", help="simulate one workload under several policies")
     sim_options(p)

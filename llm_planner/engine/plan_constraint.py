@@ -1,0 +1,99 @@
+"""Grammar-constrained decoding that can start in the middle of a plan.
+
+vLLM's built-in structured outputs compile a grammar and start matching at the first output
+token. A resumed generation, though, is a new vLLM request whose prompt already ends with the
+plan generated so far, so the grammar must continue from that prefix rather than restart
+(a MiniSpec segment may end inside a loop body; a Python block ends only when the next line's
+first word has been read). This logits processor uses the same grammar engine as vLLM's
+structured outputs (xgrammar) through vLLM's logits-processor interface: each request's
+matcher first consumes the plan tokens at the end of its prompt, then every output token, and
+masks the logits to the tokens the grammar allows next.
+
+A request opts in with `SamplingParams(extra_args={EXTRA_ARG: {"grammar": ebnf,
+"plan_start": k}})`, where prompt ids from index k on are plan tokens already generated.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+import xgrammar as xgr
+from vllm.v1.sample.logits_processor import AdapterLogitsProcessor
+
+EXTRA_ARG = "llm_planner_plan_grammar"
+
+
+def stop_token_ids(model_dir: str | Path, tokenizer) -> list[int]:
+    """The ids vLLM stops at: the tokenizer's EOS and the generation config's eos ids."""
+    ids = set()
+    if tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    gen_config = Path(model_dir) / "generation_config.json"
+    if gen_config.is_file():
+        eos = json.loads(gen_config.read_text()).get("eos_token_id")
+        ids.update([eos] if isinstance(eos, int) else (eos or []))
+    return sorted(ids)
+
+
+class _RequestConstraint:
+    """One request's matcher; called by vLLM with (prompt ids, output ids so far, logits row)."""
+
+    def __init__(self, matcher: xgr.GrammarMatcher, plan_start: int, vocab_size: int) -> None:
+        self.matcher = matcher
+        self.plan_start = plan_start
+        self.bitmask = xgr.allocate_token_bitmask(1, vocab_size)
+        self.fed_prompt = False
+        self.seen = 0
+        self.broken = False
+
+    def __call__(self, prompt_ids: list[int], output_ids: list[int], logits: torch.Tensor) -> torch.Tensor:
+        if self.broken:
+            return logits
+        if not self.fed_prompt:
+            self.fed_prompt = True
+            self._accept(prompt_ids[self.plan_start:])
+        self._accept(output_ids[self.seen:])
+        self.seen = len(output_ids)
+        if self.broken or self.matcher.is_terminated():
+            return logits
+        self.matcher.fill_next_token_bitmask(self.bitmask)
+        row = logits.unsqueeze(0)
+        xgr.apply_token_bitmask_inplace(row, self.bitmask.to(logits.device))
+        return logits
+
+    def _accept(self, token_ids: list[int]) -> None:
+        for token in token_ids:
+            if self.matcher.is_terminated() or not self.matcher.accept_token(token):
+                # Only possible for a prefix generated without the constraint: stop masking
+                # rather than force an impossible continuation.
+                self.broken = True
+                return
+
+
+class PlanGrammarLogitsProcessor(AdapterLogitsProcessor):
+    def __init__(self, vllm_config, device: torch.device, is_pin_memory: bool) -> None:
+        super().__init__(vllm_config, device, is_pin_memory)
+        from transformers import AutoTokenizer
+
+        model_config = vllm_config.model_config
+        tokenizer = AutoTokenizer.from_pretrained(model_config.tokenizer)
+        self.vocab_size = model_config.get_vocab_size()
+        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=self.vocab_size,
+                                                  stop_token_ids=stop_token_ids(model_config.model, tokenizer))
+        self.compiler = xgr.GrammarCompiler(info)
+        self._compiled: dict[str, xgr.CompiledGrammar] = {}
+
+    def is_argmax_invariant(self) -> bool:
+        return False
+
+    def new_req_logits_processor(self, params):
+        spec = (params.extra_args or {}).get(EXTRA_ARG)
+        if not spec:
+            return None
+        grammar = spec["grammar"]
+        compiled = self._compiled.get(grammar)
+        if compiled is None:
+            compiled = self._compiled[grammar] = self.compiler.compile_grammar(grammar)
+        return _RequestConstraint(xgr.GrammarMatcher(compiled), int(spec.get("plan_start", 0)), self.vocab_size)

@@ -1,0 +1,178 @@
+"""`llm-planner profile-engine`: measure the real engine and write an engine profile for the
+`sim` engine (config/engine_profiles/*.yaml).
+
+Measured on the vLLM engine itself (no planner in the loop):
+- prefill: time to the first token of prompts of several lengths with a cold cache; the slope
+  of a line through them is the per-token cost;
+- decode: mean step time of B generations of context C each, for several B and C; a least-
+  squares fit gives the base cost, the cost per extra sequence and per attended token;
+- resume: abort a generation and re-add prompt + generated ids; the time to its next token
+  with the prefix cache (resume) and after emptying the cache (a cold re-prefill of the same
+  context). The profile's `resume_s` is the resume's cost beyond a decode step.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import yaml
+
+from .profile import EngineProfile
+
+
+@dataclass
+class ProfileMeasurements:
+    prefill: list[tuple[int, float]] = field(default_factory=list)  # (tokens, seconds)
+    decode: list[tuple[int, int, float]] = field(default_factory=list)  # (batch, context per seq, seconds)
+    resume_hit_s: list[float] = field(default_factory=list)
+    resume_cold_s: list[float] = field(default_factory=list)
+    resume_context: int = 0
+
+
+class EngineProfiler:
+    """Drives a VllmEngine's LLMEngine directly with synthetic prompts (random token ids)."""
+
+    def __init__(self, engine, log: Callable[[str], None] = print, seed: int = 0) -> None:
+        from vllm import SamplingParams, TokensPrompt
+
+        self.engine = engine
+        self.llm = engine.llm
+        self.log = log
+        self.rng = np.random.default_rng(seed)
+        self._params = SamplingParams
+        self._prompt = TokensPrompt
+        self._ids = 0
+        vocab = len(engine.tokenizer)
+        self._vocab = (1000, max(1001, vocab - 1000))  # plain tokens, away from special ones
+
+    def _tokens(self, n: int) -> list[int]:
+        return [int(t) for t in self.rng.integers(*self._vocab, size=n)]
+
+    def _add(self, prompt: list[int], max_tokens: int) -> str:
+        self._ids += 1
+        rid = f"profile-{self._ids}"
+        self.llm.add_request(rid, self._prompt(prompt_token_ids=prompt),
+                             self._params(temperature=0.0, max_tokens=max_tokens, ignore_eos=True, detokenize=False))
+        return rid
+
+    def _drain(self) -> None:
+        while self.llm.has_unfinished_requests():
+            self.llm.step()
+
+    def _first_token_s(self, prompt: list[int]) -> tuple[float, list[int]]:
+        """Seconds from adding the request to its first token; returns the generated ids."""
+        started = time.perf_counter()
+        rid = self._add(prompt, 1)
+        out: list[int] = []
+        while True:
+            for ro in self.llm.step():
+                if ro.request_id == rid and ro.outputs and ro.outputs[0].token_ids:
+                    out = list(ro.outputs[0].token_ids)
+            if out:
+                elapsed = time.perf_counter() - started
+                self._drain()
+                return elapsed, out
+
+    def measure_prefill(self, lengths: list[int], repeats: int) -> list[tuple[int, float]]:
+        rows = []
+        for n in lengths:
+            times = []
+            for _ in range(repeats):
+                self.llm.reset_prefix_cache()
+                times.append(self._first_token_s(self._tokens(n))[0])
+            rows.append((n, statistics.median(times)))
+            self.log(f"  prefill {n:5d} tokens: {rows[-1][1] * 1000:8.1f} ms")
+        return rows
+
+    def measure_decode(self, batches: list[int], contexts: list[int], steps: int) -> list[tuple[int, int, float]]:
+        rows = []
+        for context in contexts:
+            for batch in batches:
+                self.llm.reset_prefix_cache()
+                ids = [self._add(self._tokens(context), steps + 4) for _ in range(batch)]
+                seen: set[str] = set()
+                while len(seen) < len(ids):  # every prompt prefilled and decoding
+                    seen.update(ro.request_id for ro in self.llm.step() if ro.outputs and ro.outputs[0].token_ids)
+                durations = []
+                for _ in range(steps):
+                    started = time.perf_counter()
+                    self.llm.step()
+                    durations.append(time.perf_counter() - started)
+                self._drain()
+                rows.append((batch, context, statistics.median(durations)))
+                self.log(f"  decode batch {batch:3d}, context {context:5d}: {rows[-1][2] * 1000:7.2f} ms/step")
+        return rows
+
+    def measure_resume(self, context: int, generated: int, repeats: int) -> tuple[list[float], list[float]]:
+        """Resume after abort (prefix-cache hit) vs the same context with the cache emptied."""
+        hits, colds = [], []
+        for _ in range(repeats):
+            self.llm.reset_prefix_cache()
+            prompt = self._tokens(context)
+            rid = self._add(prompt, generated)
+            out: list[int] = []
+            while len(out) < generated:
+                for ro in self.llm.step():
+                    if ro.request_id == rid:
+                        out = list(ro.outputs[0].token_ids)
+            self._drain()
+            resumed = prompt + out
+            hits.append(self._first_token_s(resumed)[0])  # its blocks are still cached
+            self.llm.reset_prefix_cache()
+            colds.append(self._first_token_s(resumed)[0])
+        self.log(f"  resume of a {context + generated}-token context: {statistics.median(hits) * 1000:.1f} ms "
+                 f"with the prefix cache, {statistics.median(colds) * 1000:.1f} ms cold")
+        return hits, colds
+
+    def run(self, quick: bool = False) -> ProfileMeasurements:
+        m = ProfileMeasurements()
+        self.log("prefill (cold cache):")
+        m.prefill = self.measure_prefill([64, 256, 512, 1024] if quick else [64, 256, 512, 1024, 2048], 2 if quick else 3)
+        self.log("decode:")
+        m.decode = self.measure_decode([1, 4, 8] if quick else [1, 2, 4, 8, 16, 32], [256, 1024], 6 if quick else 12)
+        self.log("resume:")
+        m.resume_context = 1024
+        m.resume_hit_s, m.resume_cold_s = self.measure_resume(1024, 40, 2 if quick else 5)
+        self._drain()
+        self.llm.reset_prefix_cache()
+        return m
+
+
+def fit_profile(m: ProfileMeasurements, name: str, model: str, hardware: str,
+                kv_capacity_tokens: int, max_batched_tokens: int) -> EngineProfile:
+    tokens = np.array([n for n, _ in m.prefill], dtype=float)
+    seconds = np.array([s for _, s in m.prefill])
+    prefill_slope = max(0.0, float(np.polyfit(tokens, seconds, 1)[0]))
+    # decode: step = base + per_seq*(B-1) + per_ctx*(B*C), least squares, clipped at 0
+    a = np.array([[1.0, b - 1, b * c] for b, c, _ in m.decode])
+    y = np.array([s for _, _, s in m.decode])
+    coef, *_ = np.linalg.lstsq(a, y, rcond=None)
+    base, per_seq, per_ctx = (max(0.0, float(v)) for v in coef)
+    base = base or float(min(y))
+    hit = statistics.median(m.resume_hit_s)
+    cold = statistics.median(m.resume_cold_s)
+    decode_at_context = base + per_ctx * m.resume_context
+    resume = max(0.0, hit - decode_at_context)
+    fit_error = float(np.mean(np.abs(a @ np.array([base, per_seq, per_ctx]) - y) / y))
+    assumptions = (
+        f"Measured by `llm-planner profile-engine` on {time.strftime('%Y-%m-%d')}.\n"
+        f"prefill (cold, median): {', '.join(f'{n} tok {s * 1000:.0f} ms' for n, s in m.prefill)}; slope fitted.\n"
+        f"decode (median step): {', '.join(f'B{b}/C{c} {s * 1000:.1f} ms' for b, c, s in m.decode)}; "
+        f"linear fit, mean relative error {fit_error * 100:.1f}%.\n"
+        f"resume of a {m.resume_context}-token context + 40 generated: {hit * 1000:.1f} ms with the prefix "
+        f"cache vs {cold * 1000:.1f} ms cold re-prefill (ratio {cold / hit:.1f}x); resume_s is the part "
+        f"beyond a decode step at that context.\n"
+    )
+    return EngineProfile(name=name, model=model, hardware=hardware, assumptions=assumptions,
+                         prefill_s_per_token=round(prefill_slope, 9), decode_base_s=round(base, 6),
+                         decode_s_per_seq=round(per_seq, 7), decode_s_per_context_token=round(per_ctx, 10),
+                         resume_s=round(resume, 6), kv_capacity_tokens=kv_capacity_tokens,
+                         max_batched_tokens=max_batched_tokens, prefix_caching=True)
+
+
+def profile_to_yaml(profile: EngineProfile) -> str:
+    return yaml.safe_dump(profile.model_dump(), sort_keys=False, width=100)

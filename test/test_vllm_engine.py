@@ -1,0 +1,142 @@
+"""The real engine: vLLM (CPU build) with the bundled SmolLM2 model. One engine for the module
+(start-up ~20 s); every test drives it directly or through the planner."""
+
+import os
+
+import pytest
+
+if os.environ.get("LLM_PLANNER_REQUIRE_VLLM"):  # `make test`: a missing vLLM is an error, not a skip
+    import vllm  # noqa: F401
+else:
+    pytest.importorskip("vllm")
+
+from llm_planner.clock import VirtualClock
+from llm_planner.engine.base import GenerationRequest
+from llm_planner.grammar import check_plan, plan_grammar
+from llm_planner.segmenter import make_segmenter
+from llm_planner.skills import load_skill_set
+
+TASKS = [
+    ("minispec_drone", "Scene: [door, person, chair]. Turn right 90 degrees, fly 100 cm forward, take a picture."),
+    ("minispec_arm", "Scene: [apple, banana, blue bowl]. Put the apple and the banana in the blue bowl."),
+    ("python_arm", "Objects: ['cup', 'plate', 'tray']. Put the cup and the plate on the tray."),
+    ("minispec_drone", "Scene: [window, lamp, person]. If you can see a person, fly to them and take a photo."),
+]
+
+
+@pytest.fixture(scope="module")
+def engine(config):
+    from llm_planner.engine.factory import make_vllm_engine
+
+    engine = make_vllm_engine(config, VirtualClock())
+    yield engine
+    engine.reset()
+
+
+def request(gen_id, skill_set_name, task, max_tokens=48, constrained=True):
+    ss = load_skill_set(skill_set_name)
+    return GenerationRequest(gen_id, ss.name, ss.prompt(), task, chat_prefix=ss.chat_prefix(),
+                             grammar=plan_grammar(ss) if constrained else None, max_tokens=max_tokens)
+
+
+def generate(engine, requests, segmented):
+    """Run requests to the end. Segmented: suspend each generation at every segment boundary
+    and resume it before the next step (a new vLLM request with prompt + generated ids).
+    Returns {gen_id: (token ids, text, number of suspensions, truncated)}."""
+    engine.reset()
+    segmenters = {}
+    for r in requests:
+        engine.add(r)
+        segmenters[r.gen_id] = make_segmenter(load_skill_set(r.prefix_key))
+    texts = {r.gen_id: "" for r in requests}
+    suspensions = {r.gen_id: 0 for r in requests}
+    results = {}
+    suspended = []
+    while engine.running or suspended:
+        for gen_id in suspended:
+            engine.resume(gen_id)
+        suspended = []
+        for out in engine.step().outputs:
+            texts[out.gen_id] += out.text
+            segments = segmenters[out.gen_id].feed(out.text)
+            if out.finished:
+                results[out.gen_id] = (engine.output_ids(out.gen_id), texts[out.gen_id], suspensions[out.gen_id],
+                                       out.truncated)
+                engine.release(out.gen_id)
+            elif segments and segmented:
+                engine.suspend(out.gen_id)
+                suspensions[out.gen_id] += 1
+                suspended.append(out.gen_id)
+    return results
+
+
+@pytest.mark.parametrize("constrained", [True, False], ids=["constrained", "unconstrained"])
+def test_segmented_generation_is_token_identical_to_unsegmented(engine, constrained):
+    requests = [request(f"g{i}", ss, task, constrained=constrained) for i, (ss, task) in enumerate(TASKS)]
+    plain = generate(engine, requests, segmented=False)
+    segmented = generate(engine, requests, segmented=True)
+    assert sum(s for _, _, s, _ in segmented.values()) >= len(TASKS)  # really suspended and resumed
+    for gen_id, (ids, text, _, _) in plain.items():
+        assert segmented[gen_id][0] == ids, f"{gen_id}: segmented output differs"
+        assert segmented[gen_id][1] == text
+
+
+def test_resumed_generation_hits_the_prefix_cache(engine):
+    generate(engine, [request("r0", *TASKS[0], max_tokens=40)], segmented=True)
+    stats = engine.stats
+    resumes = sum(stats.resumes.values())
+    assert resumes >= 2
+    # Only the last, partial KV block of each resumed context is recomputed.
+    assert stats.resume_cached_tokens >= stats.resume_prompt_tokens - resumes * engine.block_size
+    assert stats.resume_cached_tokens > 0.9 * stats.resume_prompt_tokens
+
+
+def test_constrained_plans_parse(engine):
+    requests = [request(f"p{i}", ss, task, max_tokens=160) for i, (ss, task) in enumerate(TASKS)]
+    for gen_id, (_, text, _, truncated) in generate(engine, requests, segmented=True).items():
+        ss = load_skill_set(requests[int(gen_id[1:])].prefix_key)
+        problem = check_plan(ss, text)
+        if truncated:  # cut at the token limit: whatever was generated must still be a valid prefix
+            assert problem in (None, "plan ends in the middle of a statement"), (text, problem)
+        else:
+            assert problem is None, (text, problem)
+        assert ss.find_calls(text), text
+
+
+def test_vllm_priority_orders_prefills(engine):
+    """Two long prompts that do not fit one step's token budget: the more urgent one (lower
+    priority value), added second, gets its first token first."""
+    engine.reset()
+    filler = " ".join(["the robot waits by the door"] * 220)  # ~1400 tokens each
+    order = []
+    engine.add(request("background", "minispec_drone", f"{filler} Fly to the door."), priority=1000)
+    engine.add(request("urgent", "minispec_drone", f"{filler} Land now."), priority=1)
+    while len(order) < 2:
+        for out in engine.step().outputs:
+            if out.gen_id not in order:
+                order.append(out.gen_id)
+    assert order == ["urgent", "background"]
+    engine.reset()
+
+
+def test_planner_runs_a_workload_on_the_real_engine(engine, config):
+    """lrtrace's simulation with plans generated live: every task ends, segments were
+    generated with suspensions under `timely`, and every executed call is a skill call."""
+    from llm_planner.lrtrace.formats import Job, Workload, load_traces
+    from llm_planner.lrtrace.simulate import simulate
+    from llm_planner.tasks import TaskState
+
+    traces = load_traces("config/traces/timely_tasks.yaml")
+    jobs = [Job(job_id=i, trace_id=t, agent=i, arrival_s=0.2 * i) for i, t in enumerate([1, 6, 9])]
+    workload = Workload(name="tiny", duration_s=5, agents=3, jobs=jobs)
+    cfg = config.model_copy(update={"vllm": config.vllm.model_copy(update={"max_plan_tokens": 40})})
+    result = simulate(workload, traces, "timely", cfg, 0, engine=engine)
+    assert len(result.records) == 3
+    for record in result.records:
+        assert record.state.terminal and record.message, record
+        assert record.request.forced_plan is None  # the model wrote the plan
+        if record.state == TaskState.SUCCEEDED:
+            assert record.plan and record.segments
+            assert all(call.skill for seg in record.segments for call in seg.calls)
+    assert sum(result.engine_stats.resumes.values()) > 0
+    assert result.engine_stats.generated_tokens > 0
