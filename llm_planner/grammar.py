@@ -2,8 +2,10 @@
 from the skill list, so constrained decoding can only emit plans that parse and whose every
 call is one of the robot's skills with the right number of arguments.
 
-MiniSpec  statements end with ';' (optional before '}' and after a block), loops `N{...}`,
-          conditionals `?a==b&c<d{...}`, assignments `_1=call`, returns `->value`.
+MiniSpec  statements end with ';' (optional before '}' and after a block), loops `N{...}`
+          (N < 100), conditionals `?a==b&c<d{...}`, assignments `_1=call`, returns `->value`.
+          A block holds up to eight simple statements and no nested block: a block is sent to
+          the robot only once it closes, so it must close soon.
 Python    one statement per line (a skill call or `name = expr`), `for`/`if`/`else` blocks
           one level deep with a four-space body.
 Literals are bounded (names, strings, numbers), so a weak model cannot run on inside one.
@@ -27,8 +29,8 @@ number ::= "-"? int ("." [0-9]{1,3})?
 _MINISPEC = r'''
 root ::= stmt+
 stmt ::= simple ";" | block ";"?
-body ::= stmt* simple | stmt+
-block ::= int "{" body "}" | "?" condition "{" body "}"
+body ::= (simple ";"){0,7} simple ";"?
+block ::= [1-9] [0-9]? "{" body "}" | "?" condition "{" body "}"
 simple ::= call | var "=" call | "->" value
 condition ::= comparison (("&" | "|") comparison)*
 comparison ::= value (("==" | "!=" | ">" | "<") value)?

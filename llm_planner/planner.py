@@ -5,7 +5,9 @@ generations, then advances every running generation by one token and feeds the n
 that task's segmenter. A completed segment is dispatched to the robot at once; under a
 suspending policy the generation then leaves the batch (its context stays in the engine) and
 re-enters the ready queue with TUF_1, referenced to the estimated end of the segment's
-execution. Robot reports drive the utility accounting and the final status.
+execution - unless the robot would run out of work before the next segment could be resumed
+and generated (a slow engine, quick calls): then the generation stays in the batch. Robot
+reports drive the utility accounting and the final status.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class Planner:
                                      preemptive=policy.suspend)
         self.records: dict[str, TaskRecord] = {}
         self.duplicate_rejections = 0
+        self.kept_running = 0  # segment boundaries where suspending would have starved the robot
         self.intake_rejections: list[tuple[str, str]] = []
         # (robot type, skill, numeric argument, seconds) of every executed call, for refits
         self.exec_samples: list[tuple[str, str, float | None, float]] = []
@@ -125,6 +128,15 @@ class Planner:
                                  request.forced_plan, chat_prefix=skill_set.chat_prefix(),
                                  grammar=plan_grammar(skill_set))
 
+    def warm_up(self) -> None:
+        """Have the engine cache every configured skill set's shared prompt before tasks come."""
+        requests = {}
+        for skill_set, _ in self._types.values():
+            requests.setdefault(skill_set.name, GenerationRequest(
+                f"warm-up/{skill_set.name}", skill_set.name, skill_set.prompt(), "warm-up", forced_output="",
+                chat_prefix=skill_set.chat_prefix()))
+        self.engine.warm_up(list(requests.values()))
+
     def reject(self, task_id: str, robot_id: str, reason: str) -> None:
         """A task refused before it became a request (bad fields): REJECTED with the reason."""
         self.intake_rejections.append((task_id, reason))
@@ -144,6 +156,10 @@ class Planner:
         return ""
 
     def _enqueue(self, gen: Generation, first: bool) -> None:
+        self.queue.push(self._next_entry(gen, first))
+
+    def _next_entry(self, gen: Generation, first: bool) -> QueueEntry:
+        """The scheduling entry of the segment the generation works on next."""
         req = gen.record.request
         entry = QueueEntry(
             gen_id=req.task_id,
@@ -155,7 +171,18 @@ class Planner:
         )
         gen.deadline_s = entry.deadline_s
         gen.entry = entry
-        self.queue.push(entry)
+        return entry
+
+    def _robot_would_starve(self, gen: Generation, now: float) -> bool:
+        """True if the robot will finish its dispatched work before the next segment could be
+        resumed and generated at the current batch size. Suspending then only leaves the robot
+        idle (a slow engine, or quick calls), so the generation stays in the batch."""
+        running = self.engine.running
+        context = sum(self.engine.context_tokens(g) for g in running)
+        step = self.engine.predict_step_s(len(running), context)
+        next_segment = self.engine.predict_step_s(len(running), context, resumes=1) \
+            + (gen.skill_set.segment_tokens - 1) * step
+        return gen.est_robot_free_s - now <= next_segment
 
     # ----------------------------------------------------------------- engine loop
     @property
@@ -231,10 +258,14 @@ class Planner:
             gen.seg_tokens = 0
             gen.deadline_s = gen.est_robot_free_s  # the next segment is due when the robot is free
             if self.policy.suspend:
-                self.engine.suspend(gen.task_id)
-                self._end_run(gen, now)
-                self._enqueue(gen, first=False)
-                self._emit(record, TaskState.SUSPENDED, segment_index=len(record.segments))
+                if self._robot_would_starve(gen, now):
+                    self._next_entry(gen, first=False)  # keeps generating, under its new deadline
+                    self.kept_running += 1
+                else:
+                    self.engine.suspend(gen.task_id)
+                    self._end_run(gen, now)
+                    self._enqueue(gen, first=False)
+                    self._emit(record, TaskState.SUSPENDED, segment_index=len(record.segments))
 
     def _end_run(self, gen: Generation, now: float) -> None:
         if not math.isnan(gen.run_started_s):

@@ -11,9 +11,9 @@ else:
     pytest.importorskip("vllm")
 
 from llm_planner.clock import VirtualClock
-from llm_planner.engine.base import GenerationRequest
-from llm_planner.grammar import check_plan, plan_grammar
-from llm_planner.segmenter import make_segmenter
+from llm_planner.engine.runs import plan_request as request
+from llm_planner.engine.runs import run_plans
+from llm_planner.grammar import check_plan
 from llm_planner.skills import load_skill_set
 
 TASKS = [
@@ -33,52 +33,20 @@ def engine(config):
     engine.reset()
 
 
-def request(gen_id, skill_set_name, task, max_tokens=48, constrained=True):
-    ss = load_skill_set(skill_set_name)
-    return GenerationRequest(gen_id, ss.name, ss.prompt(), task, chat_prefix=ss.chat_prefix(),
-                             grammar=plan_grammar(ss) if constrained else None, max_tokens=max_tokens)
-
-
 def generate(engine, requests, segmented):
-    """Run requests to the end. Segmented: suspend each generation at every segment boundary
-    and resume it before the next step (a new vLLM request with prompt + generated ids).
-    Returns {gen_id: (token ids, text, number of suspensions, truncated)}."""
     engine.reset()
-    segmenters = {}
-    for r in requests:
-        engine.add(r)
-        segmenters[r.gen_id] = make_segmenter(load_skill_set(r.prefix_key))
-    texts = {r.gen_id: "" for r in requests}
-    suspensions = {r.gen_id: 0 for r in requests}
-    results = {}
-    suspended = []
-    while engine.running or suspended:
-        for gen_id in suspended:
-            engine.resume(gen_id)
-        suspended = []
-        for out in engine.step().outputs:
-            texts[out.gen_id] += out.text
-            segments = segmenters[out.gen_id].feed(out.text)
-            if out.finished:
-                results[out.gen_id] = (engine.output_ids(out.gen_id), texts[out.gen_id], suspensions[out.gen_id],
-                                       out.truncated)
-                engine.release(out.gen_id)
-            elif segments and segmented:
-                engine.suspend(out.gen_id)
-                suspensions[out.gen_id] += 1
-                suspended.append(out.gen_id)
-    return results
+    return run_plans(engine, requests, segmented)[0]
 
 
 @pytest.mark.parametrize("constrained", [True, False], ids=["constrained", "unconstrained"])
 def test_segmented_generation_is_token_identical_to_unsegmented(engine, constrained):
-    requests = [request(f"g{i}", ss, task, constrained=constrained) for i, (ss, task) in enumerate(TASKS)]
+    requests = [request(f"g{i}", ss, task, max_tokens=48, constrained=constrained) for i, (ss, task) in enumerate(TASKS)]
     plain = generate(engine, requests, segmented=False)
     segmented = generate(engine, requests, segmented=True)
-    assert sum(s for _, _, s, _ in segmented.values()) >= len(TASKS)  # really suspended and resumed
-    for gen_id, (ids, text, _, _) in plain.items():
-        assert segmented[gen_id][0] == ids, f"{gen_id}: segmented output differs"
-        assert segmented[gen_id][1] == text
+    assert sum(r.suspensions for r in segmented.values()) >= len(TASKS)  # really suspended and resumed
+    for gen_id, run in plain.items():
+        assert segmented[gen_id].token_ids == run.token_ids, f"{gen_id}: segmented output differs"
+        assert segmented[gen_id].text == run.text
 
 
 def test_resumed_generation_hits_the_prefix_cache(engine):
@@ -93,10 +61,11 @@ def test_resumed_generation_hits_the_prefix_cache(engine):
 
 def test_constrained_plans_parse(engine):
     requests = [request(f"p{i}", ss, task, max_tokens=160) for i, (ss, task) in enumerate(TASKS)]
-    for gen_id, (_, text, _, truncated) in generate(engine, requests, segmented=True).items():
+    for gen_id, run in generate(engine, requests, segmented=True).items():
         ss = load_skill_set(requests[int(gen_id[1:])].prefix_key)
+        text = run.text
         problem = check_plan(ss, text)
-        if truncated:  # cut at the token limit: whatever was generated must still be a valid prefix
+        if run.truncated:  # cut at the token limit: whatever was generated must still be a valid prefix
             assert problem in (None, "plan ends in the middle of a statement"), (text, problem)
         else:
             assert problem is None, (text, problem)

@@ -90,6 +90,11 @@ class Engine(ABC):
     @abstractmethod
     def kv_free_tokens(self) -> int: ...
 
+    def reset(self, clock) -> None:
+        """Forget all generations and start over on `clock` (engines that are costly to start
+        are reused across runs)."""
+        raise EngineError(f"{type(self).__name__} cannot be reused; make a new one")
+
     @abstractmethod
     def warm_up(self, requests: list[GenerationRequest]) -> None:
         """Have each request's shared prefix (skill-set prompt) cached before work starts."""

@@ -216,38 +216,34 @@ def _agreement(live: dict, sim: dict) -> list[tuple[str, str, object, object, ob
     return rows
 
 
-def cmd_replay(args) -> int:
+def _replay_once(args, config, name, workload, traces, record_path: Path, engine) -> tuple[bool, int]:
+    """One live replay under config.policy: (all tasks ended in time, messages recorded)."""
     import rclpy
 
     from ..fleet import fleet_for_agents
     from ..ros.spin import spin_node
     from ..ros.task_client import TaskClient
-    from .live import Recorder, agent_types, records_from_recording, replay
+    from .live import Recorder, agent_types, replay
 
-    config = _config(args)
-    if args.policy:
-        config = config.model_copy(update={"policy": _parse_policies(args.policy)[0]})
-    name, workload_for, traces = resolve_workload(args.workload, args.traces, config)
-    workload = _cut(workload_for(args.seed), args.duration)
-    record_path = Path(args.record or Path("out") / f"{name}-live.mcap")
     owns_rclpy = not rclpy.ok()
     if owns_rclpy:
         rclpy.init()
     fleet = None
-    if args.start_fleet:
-        from ..ros.fleet_main import Fleet
-
-        traces_file = Path("out") / f"{name}-traces.yaml"
-        traces_file.parent.mkdir(parents=True, exist_ok=True)
-        save(traces, traces_file)
-        fleet_config = fleet_for_agents(agent_types(workload, traces), seed=args.seed)
-        fleet = Fleet(config, fleet_config, traces=[str(traces_file)]).start()
-        if fleet.unreachable:
-            raise CliError(f"robots did not come up: {fleet.unreachable}")
-    client = TaskClient("lrtrace_replay")
-    recorder = Recorder(client, record_path)
-    executor, _ = spin_node(client)
+    client = recorder = executor = None
     try:
+        if args.start_fleet:
+            from ..ros.fleet_main import Fleet
+
+            traces_file = Path("out") / f"{name}-traces.yaml"
+            traces_file.parent.mkdir(parents=True, exist_ok=True)
+            save(traces, traces_file)
+            fleet_config = fleet_for_agents(agent_types(workload, traces), seed=args.seed)
+            fleet = Fleet(config, fleet_config, traces=[str(traces_file)], engine=engine).start()
+            if fleet.unreachable:
+                raise CliError(f"robots did not come up: {fleet.unreachable}")
+        client = TaskClient("lrtrace_replay")
+        recorder = Recorder(client, record_path)
+        executor, _ = spin_node(client)
         if not client.wait_for_planner(20):
             raise CliError("no planner is subscribed to /llm_planner/tasks (start one, or pass --start-fleet)")
         time.sleep(0.5)  # let the recorder's subscriptions match too
@@ -255,7 +251,7 @@ def cmd_replay(args) -> int:
                             TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
                             disable=args.quiet)
         with progress:
-            bar = progress.add_task(f"{name} live", total=len(workload.jobs), status="")
+            bar = progress.add_task(f"{name} live ({config.policy})", total=len(workload.jobs), status="")
 
             def tick(done: int, published: int) -> None:
                 progress.update(bar, completed=done, status=f"{published} published, {done} finished")
@@ -263,33 +259,68 @@ def cmd_replay(args) -> int:
             complete = replay(client, workload, traces, config, args.speed, tick, grace_s=args.grace)
         time.sleep(0.5)
     finally:
-        recorder.close()
-        executor.shutdown(timeout_sec=2)
-        client.destroy_node()
+        if recorder is not None:
+            recorder.close()
+        if executor is not None:
+            executor.shutdown(timeout_sec=2)
+        if client is not None:
+            client.destroy_node()
         if fleet is not None:
             fleet.shutdown()
         if owns_rclpy:
             rclpy.try_shutdown()
+    return complete, recorder.count
+
+
+def cmd_replay(args) -> int:
+    from .live import records_from_recording
+
+    config = _config(args)
+    policies = _parse_policies(args.policies or args.policy or config.policy)
+    name, workload_for, traces = resolve_workload(args.workload, args.traces, config)
+    workload = _cut(workload_for(args.seed), args.duration)
+    engine = None
+    if config.engine == "vllm" and args.start_fleet:
+        from ..clock import WallClock
+        from ..engine.factory import make_vllm_engine
+
+        console.print(f"starting vLLM with {args.model or config.vllm.model} ...")
+        engine = make_vllm_engine(config, WallClock(), args.model)  # shared by the policies' runs
     out = _stdout()
-    records = records_from_recording(record_path, config, traces)
-    live = {config.policy: by_level(records)}
-    report.print_tables(live, f"{name} live over ROS 2 ({config.policy})", out)
-    out.print(f"recorded {recorder.count} messages to {record_path}; tasks: {terminal_counts(records)}"
-              + ("" if complete else " - NOT all tasks ended within the grace time"))
+    live, sims, complete = {}, {}, True
+    for policy in policies:
+        run_config = config.model_copy(update={"policy": policy})
+        default_path = Path("out") / (f"{name}-live.mcap" if len(policies) == 1 else f"{name}-{policy}-live.mcap")
+        record_path = Path(args.record) if args.record and len(policies) == 1 else default_path
+        if args.record and len(policies) > 1:
+            record_path = Path(args.record).with_name(f"{Path(args.record).stem}-{policy}.mcap")
+        done, count = _replay_once(args, run_config, name, workload, traces, record_path, engine)
+        complete &= done
+        records = records_from_recording(record_path, run_config, traces)
+        live[policy] = by_level(records)
+        out.print(f"{policy}: recorded {count} messages to {record_path}; tasks: {terminal_counts(records)}"
+                  + ("" if done else " - NOT all tasks ended within the grace time"))
+        if args.compare_sim:
+            from .simulate import simulate
+
+            # a real engine is reused on a virtual clock
+            result = simulate(workload, traces, policy, run_config, args.seed, load_tokenizer(config.tokenizer),
+                              engine=engine, warm_up=True)
+            sims[policy] = by_level(result.records)
+    engine_name = f"vLLM {engine.model_dir}" if engine is not None else f"sim engine {config.engine_profile}"
+    report.print_tables(live, f"{name} live over ROS 2 ({engine_name})", out)
     result = {"live": live}
     if args.compare_sim:
-        from .simulate import simulate
-
-        sim = by_level(simulate(workload, traces, config.policy, config, args.seed, load_tokenizer(config.tokenizer)).records)
-        result["sim"] = {config.policy: sim}
+        result["sim"] = sims
         from rich.table import Table
 
-        table = Table(title=f"live vs simulated ({config.policy}, same workload)")
-        for col in ("level", "metric", "live", "simulated", "live - sim"):
-            table.add_column(col, justify="right" if col not in ("level", "metric") else "left")
-        for row in _agreement(live[config.policy], sim):
-            table.add_row(*(report._fmt(v) if not isinstance(v, str) else v for v in row))
-        out.print(table)
+        for policy in policies:
+            table = Table(title=f"live vs simulated ({policy}, same workload)")
+            for col in ("level", "metric", "live", "simulated", "live - sim"):
+                table.add_column(col, justify="right" if col not in ("level", "metric") else "left")
+            for row in _agreement(live[policy], sims[policy]):
+                table.add_row(*(report._fmt(v) if not isinstance(v, str) else v for v in row))
+            out.print(table)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
     return 0 if complete else 1
@@ -460,6 +491,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start-fleet", action="store_true",
                    help="start the planner and simulated robots for the workload's agents in this process")
     p.add_argument("--policy", help="planner policy (with --start-fleet)")
+    p.add_argument("--policies", help="comma-separated: replay the workload once per policy (with --start-fleet)")
+    p.add_argument("--engine", choices=("sim", "vllm"), help="planner engine (with --start-fleet; default: config)")
+    p.add_argument("--model", help="with --engine vllm: a local Hugging Face model folder")
     p.add_argument("--max-batch", type=int)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--speed", type=float, default=1.0, help="arrival-time speed-up (2 = twice as fast)")

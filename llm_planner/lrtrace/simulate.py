@@ -126,7 +126,6 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
 
     planner = Planner(config, get_policy(policy), engine, clock, robots, count_status)
     robots.attach(planner)
-    requests = []
     for job in workload.jobs:
         request = job_request(job, by_id[job.trace_id], config, with_plan=recorded)
         if plans and request.task_id in plans:
@@ -134,9 +133,8 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
         if job.exec_times_s and recorded:
             times.set_recorded(request.task_id, job.exec_times_s)
         events.push(job.arrival_s, lambda r=request: planner.submit(r))
-        requests.append(request)
     if warm_up or not recorded:
-        engine.warm_up([planner.generation_request(r) for r in requests])
+        planner.warm_up()
     wall0 = time.perf_counter()
 
     last_report = 0.0

@@ -56,7 +56,7 @@ class Fleet:
     """Planner + robot servers spinning in one MultiThreadedExecutor on a background thread."""
 
     def __init__(self, config: PlannerConfig, fleet: FleetConfig, traces: list[str] | None = None,
-                 with_planner: bool = True) -> None:
+                 with_planner: bool = True, engine=None) -> None:
         import rclpy
         from rclpy.executors import MultiThreadedExecutor
 
@@ -66,7 +66,7 @@ class Fleet:
             rclpy.init()
         fleet.check_types(config.robot_types)
         self.robots = make_robot_servers(config, fleet)
-        self.planner_node = PlannerNode(config, fleet, traces) if with_planner else None
+        self.planner_node = PlannerNode(config, fleet, traces, engine=engine) if with_planner else None
         # A robot holds an executor thread while it moves: one each, plus some for the planner.
         self.executor = MultiThreadedExecutor(num_threads=len(self.robots) + 4)
         for node in self.nodes:
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         from .planner_node import PlannerNode
 
         nodes = make_robot_servers(config, fleet) + [PlannerNode(config, fleet, args.traces)]
-    except (ConfigError, ValueError, NotImplementedError) as exc:
+    except (ConfigError, ValueError, RuntimeError) as exc:
         print(f"llm-planner-fleet: {exc}", file=sys.stderr)
         return 2
     planner_node = nodes[-1]
@@ -192,7 +192,7 @@ def planner_main(argv: list[str] | None = None) -> int:
         from .planner_node import PlannerNode
 
         node = PlannerNode(config, fleet, args.traces)
-    except (ConfigError, ValueError, NotImplementedError) as exc:
+    except (ConfigError, ValueError, RuntimeError) as exc:
         print(f"llm-planner-node: {exc}", file=sys.stderr)
         return 2
     _spin_until_signal([node])

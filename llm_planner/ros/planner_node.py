@@ -21,7 +21,8 @@ from llm_planner_interfaces.msg import Task, TaskStatus
 
 from ..clock import WallClock
 from ..config import PlannerConfig
-from ..engine import SimEngine, load_engine_profile
+from ..engine import Engine
+from ..engine.factory import make_engine
 from ..fleet import FleetConfig
 from ..intake import Rejection, build_request
 from ..live import LiveDriver
@@ -30,7 +31,6 @@ from ..planner import Planner
 from ..scheduler import get_policy
 from ..skills import load_skill_set
 from ..tasks import DispatchedSegment, StatusUpdate
-from ..tokenizer import load_tokenizer
 from .qos import ACTION_CLIENT, TOPIC
 
 TASKS_TOPIC = "/llm_planner/tasks"
@@ -230,28 +230,33 @@ def status_message(update: StatusUpdate, stamp) -> TaskStatus:
 
 class PlannerNode(Node):
     def __init__(self, config: PlannerConfig, fleet: FleetConfig, traces: list[str] | None = None,
-                 node_name: str = "llm_planner") -> None:
+                 node_name: str = "llm_planner", engine: Engine | None = None) -> None:
+        """`engine`: an already started real engine to reuse (reset here); default: the
+        configured one, started now."""
         super().__init__(node_name)
         fleet.check_types(config.robot_types)
-        if config.engine != "sim":
-            raise NotImplementedError(f"engine {config.engine!r} is not available yet; use engine: sim")
         for rt in config.robot_types.values():
             load_skill_set(rt.skill_set)
         self.config = config
         self.fleet = fleet
         self.clock = WallClock()
         self.plans = PlanBook.from_trace_sets(traces if traces is not None else ["timely_tasks"])
-        engine = SimEngine(load_engine_profile(config.engine_profile), load_tokenizer(config.tokenizer), self.clock)
+        if engine is None:
+            engine = make_engine(config, self.clock)
+        else:
+            engine.reset(self.clock)
         self._status_pub = self.create_publisher(TaskStatus, STATUS_TOPIC, TOPIC)
         self.port = RosRobotPort(self, fleet, self._post, self.clock, fleet.robot_timeout_s)
         self.planner = Planner(config, get_policy(config.policy), engine, self.clock, self.port, self._publish)
         self.port.planner = self.planner
+        self.planner.warm_up()
         self.driver = LiveDriver(self.planner)
         self._ids = itertools.count(1)
         self._sub = self.create_subscription(Task, TASKS_TOPIC, self._on_task, TOPIC,
                                              callback_group=ReentrantCallbackGroup())
         self.driver.start()
-        self.get_logger().info(f"policy {config.policy}, engine {config.engine} ({config.engine_profile}), "
+        engine_name = config.engine_profile if config.engine == "sim" else config.vllm.model
+        self.get_logger().info(f"policy {config.policy}, engine {config.engine} ({engine_name}), "
                                f"{len(fleet.robots)} robots, {len(self.plans)} recorded plans")
 
     def wait_for_robots(self, timeout_s: float = 30.0) -> list[str]:

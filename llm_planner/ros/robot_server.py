@@ -104,8 +104,10 @@ class RobotServer(Node):
                 result = ExecuteSegment.Result(success=False, message="canceled before it started")
             else:
                 result = self._run_calls(job)
-            if job.cancel.is_set():
-                goal_handle.canceled()
+            if goal_handle.is_cancel_requested:
+                goal_handle.canceled()  # only legal after a client's cancel request
+            elif job.cancel.is_set():
+                goal_handle.abort()  # stopped by the robot itself (shutting down)
             elif result.success:
                 goal_handle.succeed()
             else:
