@@ -36,7 +36,7 @@ def cmd_profile_engine(args) -> int:
     scheduler = engine.llm.vllm_config.scheduler_config
     hardware = args.hardware or f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
     profile = fit_profile(measurements, args.name, args.model_label or Path(engine.model_dir).name, hardware,
-                          engine.kv_capacity_tokens, scheduler.max_num_batched_tokens)
+                          engine.kv_capacity_tokens, scheduler.max_num_batched_tokens, engine.block_size)
     text = profile_to_yaml(profile)
     if args.output:
         Path(args.output).write_text(text)

@@ -176,3 +176,44 @@ def test_measured_call_times_are_kept_for_refits(config, tokenizer):
     measured = [t for s in record.segments for t in s.call_times_s]
     assert [(rt, skill, arg) for rt, skill, arg, _ in planner.exec_samples] == [("tello", "mf", 50.0), ("tello", "tc", 90.0)]
     assert [sec for *_, sec in planner.exec_samples] == measured
+
+
+def test_sim_resume_recomputes_the_partial_kv_block_when_the_profile_models_blocks(tokenizer):
+    """A profile with kv_block_size (as measured on vLLM) charges a resumed generation the
+    tokens of its last partial KV block as prefill; one without it charges nothing."""
+    from llm_planner.clock import VirtualClock
+    from llm_planner.engine import GenerationRequest, SimEngine, load_engine_profile
+
+    base = load_engine_profile("smollm2-135m-bf16-cpu")
+    for block in (0, 32):
+        engine = SimEngine(base.model_copy(update={"kv_block_size": block}), tokenizer, VirtualClock())
+        request = GenerationRequest("g", "k", "system prompt text", "fly to the door", forced_output="mf(50);tc(90);")
+        engine.add(request)
+        while not engine.step().outputs:  # prompt prefilled, first token out
+            pass
+        engine.suspend("g")
+        before, context = engine.stats.prefill_tokens["g"], engine.context_tokens("g")
+        assert context % 32  # a partial block exists, so the check below can fail
+        engine.resume("g")
+        engine.step()
+        assert engine.stats.prefill_tokens["g"] - before == (context % block if block else 0)
+
+
+def test_profile_fit_recovers_the_engine_costs_it_was_measured_with():
+    """fit_profile on measurements made from known costs gives those costs back."""
+    from llm_planner.engine.profiler import ProfileMeasurements, fit_profile
+
+    prefill, base, per_seq, per_ctx, resume, block = 0.0012, 0.02, 0.0015, 2.5e-6, 0.007, 32
+    m = ProfileMeasurements()
+    m.prefill = [(n, 0.01 + prefill * n) for n in (64, 256, 1024, 2048)]
+    m.decode = [(b, c, base + per_seq * (b - 1) + per_ctx * b * c) for b in (1, 4, 16) for c in (256, 1024)]
+    m.resume_context, m.resume_generated = 1024, 40
+    context = 1064
+    hit = base + per_ctx * context + prefill * (context % block) + resume
+    m.resume_hit_s, m.resume_cold_s = [hit] * 3, [0.01 + prefill * context] * 3
+    p = fit_profile(m, "t", "model", "hw", kv_capacity_tokens=1000, max_batched_tokens=2048, kv_block_size=block)
+    assert p.prefill_s_per_token == pytest.approx(prefill, rel=1e-3)
+    assert (p.decode_base_s, p.decode_s_per_seq) == (pytest.approx(base, rel=1e-3), pytest.approx(per_seq, rel=1e-3))
+    assert p.decode_s_per_context_token == pytest.approx(per_ctx, rel=1e-3)
+    assert p.resume_s == pytest.approx(resume, rel=1e-2)
+    assert p.kv_block_size == block

@@ -109,3 +109,57 @@ def test_planner_runs_a_workload_on_the_real_engine(engine, config):
             assert all(call.skill for seg in record.segments for call in seg.calls)
     assert sum(result.engine_stats.resumes.values()) > 0
     assert result.engine_stats.generated_tokens > 0
+
+
+def test_lrtrace_compare_runs_an_imported_artifact_workload_on_the_real_engine(tmp_path):
+    """`lrtrace compare --engine vllm`: the TimelyLLM artifact's files, plans written by the
+    model, the documented JSON, engine statistics and the sim-vs-real timing check printed.
+    (Its own process: vLLM keeps process-wide state, one engine per process.)"""
+    import json
+    import subprocess
+    import sys
+
+    from llm_planner.metrics import METRIC_KEYS
+    from test_importer import ARTIFACT_JOBS, ARTIFACT_TRACES
+
+    traces, jobs = tmp_path / "traces.json", tmp_path / "workload.json"
+    traces.write_text(json.dumps(ARTIFACT_TRACES))
+    jobs.write_text(json.dumps(ARTIFACT_JOBS))
+    out = tmp_path / "out.json"
+    proc = subprocess.run([sys.executable, "-m", "llm_planner.lrtrace.cli", "compare", str(jobs), "--traces", str(traces),
+                           "--engine", "vllm", "--policies", "timely,vllm", "--check-sim", "--json", str(out),
+                           "--no-plots", "--quiet"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert list(result) == ["timely", "vllm"]
+    for per_level in result.values():
+        assert set(per_level["all"]) == set(METRIC_KEYS)
+        assert per_level["all"]["tasks"] == len(ARTIFACT_JOBS)
+    assert "engine vllm" in proc.stdout and "prefix cache" in proc.stdout
+    assert "sim (smollm2-135m-bf16-cpu) vs real vLLM engine" in proc.stdout
+
+
+def test_planner_node_generates_plans_with_the_real_engine_over_ros(engine, config):
+    """The ROS 2 node on the vllm engine accepts any instruction (no recorded plan needed),
+    streams the model's segments to the robot in order and ends the task with a status."""
+    from ros_fixtures import Running
+
+    from llm_planner.fleet import FleetConfig, RobotConfig
+    from llm_planner.ros.fleet_main import Fleet
+    from llm_planner.ros.task_client import TaskClient
+
+    cfg = config.model_copy(update={"engine": "vllm", "vllm": config.vllm.model_copy(update={"max_plan_tokens": 32})})
+    fleet = FleetConfig(robots=[RobotConfig(id="drone1", type="tello", options={"time_scale": 0.05})],
+                        robot_timeout_s=10)
+    running = Running(Fleet(cfg, fleet, engine=engine).start(), TaskClient())
+    try:
+        c = running.client
+        c.publish("free-text", "drone1", "Scene: [box, lamp]. Climb 50 cm, then take a photo of the lamp.", urgency=1)
+        assert c.wait_terminal(["free-text"], timeout=120)
+        final = c.terminal("free-text")
+        assert final.state == final.SUCCEEDED, final.message
+        texts = [m.segment_text for _, m in c.statuses["free-text"] if m.state == m.EXECUTING]
+        assert texts and all(load_skill_set("minispec_drone").find_calls(t) for t in texts)
+        assert c.segments_executing("free-text") == list(range(len(texts)))
+    finally:
+        running.stop()

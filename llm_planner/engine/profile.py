@@ -27,6 +27,13 @@ class EngineProfile(BaseModel):
     kv_capacity_tokens: int = Field(gt=0)
     max_batched_tokens: int = Field(gt=0)  # chunked-prefill token budget per iteration
     prefix_caching: bool = True  # a skill set's shared system prompt is prefilled once
+    # KV block size of the engine's prefix cache. Only full blocks are cached, so a resumed
+    # generation recomputes its last partial block (context mod block size tokens, charged at
+    # the prefill rate). 0: not modelled separately (resume_s includes it).
+    kv_block_size: int = Field(default=0, ge=0)
+
+    def resume_prefill_tokens(self, context_tokens: int) -> int:
+        return context_tokens % self.kv_block_size if self.kv_block_size else 0
 
     def step_s(self, batch_size: int, context_tokens: int, prefill_tokens: int = 0, resumes: int = 0) -> float:
         if batch_size <= 0 and prefill_tokens <= 0:
@@ -38,6 +45,10 @@ class EngineProfile(BaseModel):
             + self.prefill_s_per_token * prefill_tokens
             + self.resume_s * resumes
         )
+
+    def predict_step_s(self, batch_size: int, context_tokens: int, prefill_tokens: int = 0, resumes: int = 0) -> float:
+        """step_s with each resume's partial-block recompute at its expected size (half a block)."""
+        return self.step_s(batch_size, context_tokens, prefill_tokens + resumes * self.kv_block_size // 2, resumes)
 
 
 @lru_cache(maxsize=None)

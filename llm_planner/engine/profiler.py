@@ -31,6 +31,7 @@ class ProfileMeasurements:
     resume_hit_s: list[float] = field(default_factory=list)
     resume_cold_s: list[float] = field(default_factory=list)
     resume_context: int = 0
+    resume_generated: int = 0
 
 
 class EngineProfiler:
@@ -135,7 +136,7 @@ class EngineProfiler:
         self.log("decode:")
         m.decode = self.measure_decode([1, 4, 8] if quick else [1, 2, 4, 8, 16, 32], [256, 1024], 6 if quick else 12)
         self.log("resume:")
-        m.resume_context = 1024
+        m.resume_context, m.resume_generated = 1024, 40
         m.resume_hit_s, m.resume_cold_s = self.measure_resume(1024, 40, 2 if quick else 5)
         self._drain()
         self.llm.reset_prefix_cache()
@@ -143,7 +144,7 @@ class EngineProfiler:
 
 
 def fit_profile(m: ProfileMeasurements, name: str, model: str, hardware: str,
-                kv_capacity_tokens: int, max_batched_tokens: int) -> EngineProfile:
+                kv_capacity_tokens: int, max_batched_tokens: int, kv_block_size: int) -> EngineProfile:
     tokens = np.array([n for n, _ in m.prefill], dtype=float)
     seconds = np.array([s for _, s in m.prefill])
     prefill_slope = max(0.0, float(np.polyfit(tokens, seconds, 1)[0]))
@@ -155,23 +156,25 @@ def fit_profile(m: ProfileMeasurements, name: str, model: str, hardware: str,
     base = base or float(min(y))
     hit = statistics.median(m.resume_hit_s)
     cold = statistics.median(m.resume_cold_s)
-    decode_at_context = base + per_ctx * m.resume_context
-    resume = max(0.0, hit - decode_at_context)
+    context = m.resume_context + m.resume_generated
+    recompute = context % kv_block_size if kv_block_size else 0  # the partial KV block
+    resume = max(0.0, hit - (base + per_ctx * context) - prefill_slope * recompute)
     fit_error = float(np.mean(np.abs(a @ np.array([base, per_seq, per_ctx]) - y) / y))
     assumptions = (
         f"Measured by `llm-planner profile-engine` on {time.strftime('%Y-%m-%d')}.\n"
         f"prefill (cold, median): {', '.join(f'{n} tok {s * 1000:.0f} ms' for n, s in m.prefill)}; slope fitted.\n"
         f"decode (median step): {', '.join(f'B{b}/C{c} {s * 1000:.1f} ms' for b, c, s in m.decode)}; "
         f"linear fit, mean relative error {fit_error * 100:.1f}%.\n"
-        f"resume of a {m.resume_context}-token context + 40 generated: {hit * 1000:.1f} ms with the prefix "
-        f"cache vs {cold * 1000:.1f} ms cold re-prefill (ratio {cold / hit:.1f}x); resume_s is the part "
-        f"beyond a decode step at that context.\n"
+        f"resume of a {m.resume_context}-token context + {m.resume_generated} generated: {hit * 1000:.1f} ms "
+        f"with the prefix cache vs {cold * 1000:.1f} ms cold re-prefill (ratio {cold / hit:.1f}x); a resume "
+        f"recomputes the last partial KV block (kv_block_size) at the prefill rate, resume_s is what "
+        f"remains beyond that and a decode step at that context.\n"
     )
     return EngineProfile(name=name, model=model, hardware=hardware, assumptions=assumptions,
                          prefill_s_per_token=round(prefill_slope, 9), decode_base_s=round(base, 6),
                          decode_s_per_seq=round(per_seq, 7), decode_s_per_context_token=round(per_ctx, 10),
                          resume_s=round(resume, 6), kv_capacity_tokens=kv_capacity_tokens,
-                         max_batched_tokens=max_batched_tokens, prefix_caching=True)
+                         max_batched_tokens=max_batched_tokens, prefix_caching=True, kv_block_size=kv_block_size)
 
 
 def profile_to_yaml(profile: EngineProfile) -> str:

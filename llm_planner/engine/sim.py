@@ -115,6 +115,7 @@ class SimEngine(Engine):
             gen.running = True
             self._order.append(gen_id)
             self._pending_resumes += 1
+            gen.prefill_left += self.profile.resume_prefill_tokens(gen.context)
             self.stats.resumes[gen_id] = self.stats.resumes.get(gen_id, 0) + 1
 
     def release(self, gen_id: str) -> None:
@@ -134,7 +135,7 @@ class SimEngine(Engine):
         return self.profile.kv_capacity_tokens - used
 
     def predict_step_s(self, batch_size: int, context_tokens: int, prefill_tokens: int = 0, resumes: int = 0) -> float:
-        return self.profile.step_s(batch_size, context_tokens, prefill_tokens, resumes)
+        return self.profile.predict_step_s(batch_size, context_tokens, prefill_tokens, resumes)
 
     def step(self) -> StepResult:
         budget = self.profile.max_batched_tokens

@@ -52,6 +52,8 @@ def configure_environment() -> None:
     os.environ.setdefault("HF_HOME", str(cache / "hf"))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models are local folders; nothing is fetched
     os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # start-up details only when asked for
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # leave a core to ROS 2 and the robots
 
 
 @dataclass
@@ -288,7 +290,7 @@ class VllmEngine(Engine):
         return self.kv_capacity_tokens - used
 
     def predict_step_s(self, batch_size: int, context_tokens: int, prefill_tokens: int = 0, resumes: int = 0) -> float:
-        return self.profile.step_s(batch_size, context_tokens, prefill_tokens, resumes)
+        return self.profile.predict_step_s(batch_size, context_tokens, prefill_tokens, resumes)
 
     def reset(self, clock: Clock | None = None) -> None:
         """Drop every generation and the prefix cache (between runs of a comparison); a new
