@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -28,7 +27,6 @@ def measure(n_robots: int, n_tasks: int) -> np.ndarray:
     running = start_fleet(robots)
     try:
         planner = running.fleet.planner_node.planner
-        origin = running.fleet.planner_node.clock._origin  # planner time + origin = monotonic
         c = running.client
         ids = []
         for k in range(n_tasks):

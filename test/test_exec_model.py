@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from llm_planner.exec_model import fit_exec_model, load_exec_model, read_samples_csv, TimeSample
+from llm_planner.exec_model import fit_exec_model, load_exec_model, read_samples_csv
 
 
 def call(skill_set, text):

@@ -2,7 +2,6 @@
 
 import time
 
-import pytest
 
 from ros_fixtures import TRACES, instruction, start_fleet
 

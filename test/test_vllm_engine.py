@@ -6,7 +6,7 @@ import os
 import pytest
 
 if os.environ.get("LLM_PLANNER_REQUIRE_VLLM"):  # `make test`: a missing vLLM is an error, not a skip
-    import vllm  # noqa: F401
+    import vllm  # noqa: F401  (an error, not a skip)
 else:
     pytest.importorskip("vllm")
 

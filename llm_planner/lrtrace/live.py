@@ -57,7 +57,6 @@ class Recorder:
 
     def __init__(self, node, path: str | Path) -> None:
         from mcap.writer import Writer
-        from rclpy.serialization import serialize_message  # noqa: F401  (raw subscriptions below)
 
         from llm_planner_interfaces.msg import Task, TaskStatus
 
