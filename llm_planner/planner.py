@@ -12,6 +12,7 @@ reports drive the utility accounting and the final status.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -74,13 +75,15 @@ class Planner:
                                      preemptive=policy.suspend)
         self.records: dict[str, TaskRecord] = {}
         self.duplicate_rejections = 0
-        self.kept_running = 0  # segment boundaries where suspending would have starved the robot
         self.intake_rejections: list[tuple[str, str]] = []
         # (robot type, skill, numeric argument, seconds) of every executed call, for refits
         self.exec_samples: list[tuple[str, str, float | None, float]] = []
         self._gens: dict[str, Generation] = {}
         self._types: dict[str, tuple[SkillSet, ExecModel]] = {}
         self._gen_time: dict[tuple[str, bool], float] = {}
+        # Per skill set, the shared part of every generation request (prompt text, chat turns,
+        # grammar), built once; a task's request adds its own id, instruction and plan.
+        self._prompts: dict[str, GenerationRequest] = {}
         for name, rt in config.robot_types.items():
             skill_set = load_skill_set(rt.skill_set)
             model = load_exec_model(rt.exec_model)
@@ -88,6 +91,10 @@ class Planner:
                 raise ValueError(f"robot type {name}: exec model {rt.exec_model} is for skill set "
                                  f"{model.spec.skill_set}, not {skill_set.name}")
             self._types[name] = (skill_set, model)
+            if skill_set.name not in self._prompts:
+                self._prompts[skill_set.name] = GenerationRequest(
+                    f"warm-up/{skill_set.name}", skill_set.name, skill_set.prompt(), "warm-up", forced_output="",
+                    chat_prefix=skill_set.chat_prefix(), grammar=plan_grammar(skill_set))
             for first in (True, False):
                 self._gen_time.setdefault((skill_set.name, first), self._estimate_gen_time(skill_set, first))
 
@@ -116,26 +123,20 @@ class Planner:
             self._finish_record(record, TaskState.REJECTED, reason)
             return record
         skill_set, model = self._types[request.robot_type]
-        gen = Generation(record, skill_set, model, make_segmenter(skill_set), self.generation_request(request))
+        gen = Generation(record, skill_set, model, make_segmenter(skill_set), self._generation_request(request))
         self._gens[request.task_id] = gen
         self._enqueue(gen, first=True)
         self._emit(record, TaskState.QUEUED)
         return record
 
-    def generation_request(self, request: TaskRequest) -> GenerationRequest:
+    def _generation_request(self, request: TaskRequest) -> GenerationRequest:
         skill_set, _ = self._types[request.robot_type]
-        return GenerationRequest(request.task_id, skill_set.name, skill_set.prompt(), request.instruction,
-                                 request.forced_plan, chat_prefix=skill_set.chat_prefix(),
-                                 grammar=plan_grammar(skill_set))
+        return dataclasses.replace(self._prompts[skill_set.name], gen_id=request.task_id, prompt=request.instruction,
+                                   forced_output=request.forced_plan)
 
     def warm_up(self) -> None:
         """Have the engine cache every configured skill set's shared prompt before tasks come."""
-        requests = {}
-        for skill_set, _ in self._types.values():
-            requests.setdefault(skill_set.name, GenerationRequest(
-                f"warm-up/{skill_set.name}", skill_set.name, skill_set.prompt(), "warm-up", forced_output="",
-                chat_prefix=skill_set.chat_prefix()))
-        self.engine.warm_up(list(requests.values()))
+        self.engine.warm_up(list(self._prompts.values()))
 
     def reject(self, task_id: str, robot_id: str, reason: str) -> None:
         """A task refused before it became a request (bad fields): REJECTED with the reason."""
@@ -260,7 +261,6 @@ class Planner:
             if self.policy.suspend:
                 if self._robot_would_starve(gen, now):
                     self._next_entry(gen, first=False)  # keeps generating, under its new deadline
-                    self.kept_running += 1
                 else:
                     self.engine.suspend(gen.task_id)
                     self._end_run(gen, now)

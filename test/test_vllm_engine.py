@@ -47,6 +47,7 @@ def test_segmented_generation_is_token_identical_to_unsegmented(engine, constrai
     for gen_id, run in plain.items():
         assert segmented[gen_id].token_ids == run.token_ids, f"{gen_id}: segmented output differs"
         assert segmented[gen_id].text == run.text
+        assert run.text == engine.tokenizer.decode(run.token_ids, skip_special_tokens=True)
 
 
 def test_resumed_generation_hits_the_prefix_cache(engine):

@@ -10,11 +10,15 @@ from .profile import load_engine_profile
 
 def make_engine(config: PlannerConfig, clock: Clock, tokenizer=None) -> Engine:
     if config.engine == "sim":
-        from ..tokenizer import load_tokenizer
-        from .sim import SimEngine
-
-        return SimEngine(load_engine_profile(config.engine_profile), tokenizer or load_tokenizer(config.tokenizer), clock)
+        return make_sim_engine(config, clock, tokenizer)
     return make_vllm_engine(config, clock)
+
+
+def make_sim_engine(config: PlannerConfig, clock: Clock, tokenizer=None) -> Engine:
+    from ..tokenizer import load_tokenizer
+    from .sim import SimEngine
+
+    return SimEngine(load_engine_profile(config.engine_profile), tokenizer or load_tokenizer(config.tokenizer), clock)
 
 
 def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = None) -> Engine:

@@ -74,7 +74,10 @@ class _Generation:
     prefix_len: int  # tokens of the shared skill-set prefix at the start of prompt_ids
     grammar: str | None
     out_ids: list[int] = field(default_factory=list)
-    text_len: int = 0  # characters of the decoded output already reported
+    # Incremental detokenization: the text of out_ids[read_offset:] is not reported yet; it is
+    # decoded with out_ids[prefix_offset:read_offset] before it as context (leading spaces).
+    prefix_offset: int = 0
+    read_offset: int = 0
     vllm_id: str | None = None  # the live vLLM request, None while suspended
     runs: int = 0
     awaiting_first: bool = False
@@ -264,17 +267,19 @@ class VllmEngine(Engine):
         return prompt - cached
 
     def _new_text(self, gen: _Generation) -> str:
-        text = self.tokenizer.decode(gen.out_ids, skip_special_tokens=True)
-        if text.endswith("\ufffd"):
-            return ""  # a character split across tokens: wait for its last byte
-        new = text[gen.text_len:]
-        gen.text_len = len(text)
-        return new
+        """The text the new tokens add, decoding only a short window instead of the whole output."""
+        ids = gen.out_ids
+        context = self.tokenizer.decode(ids[gen.prefix_offset:gen.read_offset], skip_special_tokens=True)
+        text = self.tokenizer.decode(ids[gen.prefix_offset:], skip_special_tokens=True)
+        if text.endswith("\ufffd") or len(text) <= len(context):
+            return ""  # a character split across tokens (wait for its last byte), or nothing visible
+        gen.prefix_offset, gen.read_offset = gen.read_offset, len(ids)
+        return text[len(context):]
 
     # ------------------------------------------------------------------ queries
     @property
     def running(self) -> list[str]:
-        return [g for g in self._by_vllm_id.values()]
+        return list(self._by_vllm_id.values())
 
     def context_tokens(self, gen_id: str) -> int:
         gen = self._get(gen_id)

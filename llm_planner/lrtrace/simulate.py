@@ -21,12 +21,12 @@ from tokenizers import Tokenizer
 
 from ..clock import VirtualClock
 from ..config import PlannerConfig
-from ..engine import Engine, EngineStats, SimEngine, load_engine_profile
+from ..engine import Engine, EngineStats
+from ..engine.factory import make_sim_engine
 from ..planner import Planner
 from ..robots import CallTimeSource, SimRobots
 from ..scheduler import get_policy
 from ..tasks import StatusUpdate, TaskRecord, TaskRequest
-from ..tokenizer import load_tokenizer
 from ..tuf import Tuf
 from .formats import Job, Trace, TraceSet, Workload
 
@@ -109,7 +109,7 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
     clock = VirtualClock()
     events = EventQueue()
     if engine is None:
-        engine = SimEngine(load_engine_profile(config.engine_profile), tokenizer or load_tokenizer(config.tokenizer), clock)
+        engine = make_sim_engine(config, clock, tokenizer)
     else:
         engine.reset(clock)
     recorded = engine.needs_recorded_plan
