@@ -52,7 +52,7 @@ class VllmConfig(_Strict):
     block_size, kv_cache_memory_bytes, tensor_parallel_size, pipeline_parallel_size, ...)."""
 
     model: str = "smollm2-135m-instruct"  # the bundled default, or a local HF model folder
-    engine_profile: str = "smollm2-135m-bf16-cpu"  # timing predictions for admission
+    engine_profile: str = "auto"  # timing predictions: this machine's profile, or a profile's name
     constrained: bool = True  # decode only plans in the skill set's grammar
     max_plan_tokens: int = Field(default=96, gt=0)
     engine_args: dict[str, Any] = {}

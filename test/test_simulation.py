@@ -184,7 +184,7 @@ def test_sim_resume_recomputes_the_partial_kv_block_when_the_profile_models_bloc
     from llm_planner.clock import VirtualClock
     from llm_planner.engine import GenerationRequest, SimEngine, load_engine_profile
 
-    base = load_engine_profile("smollm2-135m-bf16-cpu")
+    base = load_engine_profile("smollm2-135m-instruct-bfloat16-cpu-avx512-bf16")
     for block in (0, 32):
         engine = SimEngine(base.model_copy(update={"kv_block_size": block}), tokenizer, VirtualClock())
         request = GenerationRequest("g", "k", "system prompt text", "fly to the door", forced_output="mf(50);tc(90);")

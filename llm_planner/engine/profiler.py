@@ -23,6 +23,8 @@ import yaml
 
 from .profile import EngineProfile
 
+PREFILL_FIT_MAX_TOKENS = 1024
+
 
 @dataclass
 class ProfileMeasurements:
@@ -143,16 +145,89 @@ class EngineProfiler:
         return m
 
 
+def bare_model_forward(model_dir: str, dtype: str, prompt_tokens: int = 256, steps: int = 8,
+                       seed: int = 0) -> tuple[float, float]:
+    """The bare model in transformers (no vLLM), same dtype and threads: seconds per prefill
+    token and per batch-1 decode step. What the engine's own overhead is measured against."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype)).eval()
+    ids = torch.from_numpy(np.random.default_rng(seed).integers(1000, 20000, size=(1, prompt_tokens)))
+    with torch.inference_mode():
+        model(ids[:, :16])  # first call allocates
+        started = time.perf_counter()
+        out = model(ids, use_cache=True)
+        prefill = (time.perf_counter() - started) / prompt_tokens
+        past, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        durations = []
+        for _ in range(steps):
+            started = time.perf_counter()
+            out = model(token, past_key_values=past, use_cache=True)
+            durations.append(time.perf_counter() - started)
+            past, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+    return prefill, statistics.median(durations)
+
+
+@dataclass
+class ProfileCheck:
+    """A few quick measurements beside what a profile predicts for them."""
+
+    rows: list[tuple[str, float, float]]  # (what, measured s, predicted s)
+
+    def worst_error(self) -> float:
+        return max(abs(m - p) / p for _, m, p in self.rows)
+
+    def table(self) -> str:
+        lines = [f"  {'':28s} {'measured':>10s} {'profile':>10s} {'error':>7s}"]
+        for what, measured, predicted in self.rows:
+            lines.append(f"  {what:28s} {measured * 1000:8.1f} ms {predicted * 1000:8.1f} ms "
+                         f"{(measured - predicted) / predicted * 100:+6.0f}%")
+        return "\n".join(lines)
+
+
+def check_profile(profiler: EngineProfiler, profile: EngineProfile) -> ProfileCheck:
+    """Cold prefill of 256 tokens and decode steps at batch 1 and 8 (context 256), against the
+    profile's predictions: about half a minute on a CPU."""
+    rows = []
+    (n, prefill_s), = profiler.measure_prefill([256], 2)
+    rows.append((f"prefill {n} tokens, cold", prefill_s, profile.decode_base_s + profile.prefill_s_per_token * n))
+    for batch, context, step_s in profiler.measure_decode([1, 8], [256], 6):
+        rows.append((f"decode step, batch {batch}", step_s, profile.step_s(batch, batch * context)))
+    return ProfileCheck(rows)
+
+
+def _nonnegative_lstsq(a: np.ndarray, y: np.ndarray) -> list[float]:
+    """Least squares with every coefficient >= 0 (noisy step times can make a cost look
+    negative; clipping it afterwards would leave the others fitted to the wrong model): the
+    best fit over the subsets of coefficients allowed to be non-zero."""
+    best, best_error = [0.0] * a.shape[1], float("inf")
+    for mask in range(1, 2 ** a.shape[1]):
+        cols = [i for i in range(a.shape[1]) if mask >> i & 1]
+        coef, *_ = np.linalg.lstsq(a[:, cols], y, rcond=None)
+        if (coef < 0).any():
+            continue
+        error = float(np.sum((a[:, cols] @ coef - y) ** 2))
+        if error < best_error:
+            best, best_error = [0.0] * a.shape[1], error
+            for i, c in zip(cols, coef):
+                best[i] = float(c)
+    return best
+
+
 def fit_profile(m: ProfileMeasurements, name: str, model: str, hardware: str,
                 kv_capacity_tokens: int, max_batched_tokens: int, kv_block_size: int) -> EngineProfile:
-    tokens = np.array([n for n, _ in m.prefill], dtype=float)
-    seconds = np.array([s for _, s in m.prefill])
+    # The planner prefills short prompts cold (a task's own text, a resume's partial block);
+    # attention makes long cold prompts superlinear, so the line is fitted up to 1024 tokens.
+    short = [(n, s) for n, s in m.prefill if n <= PREFILL_FIT_MAX_TOKENS]
+    points = short if len(short) >= 2 else m.prefill
+    tokens = np.array([n for n, _ in points], dtype=float)
+    seconds = np.array([s for _, s in points])
     prefill_slope = max(0.0, float(np.polyfit(tokens, seconds, 1)[0]))
     # decode: step = base + per_seq*(B-1) + per_ctx*(B*C), least squares, clipped at 0
     a = np.array([[1.0, b - 1, b * c] for b, c, _ in m.decode])
     y = np.array([s for _, _, s in m.decode])
-    coef, *_ = np.linalg.lstsq(a, y, rcond=None)
-    base, per_seq, per_ctx = (max(0.0, float(v)) for v in coef)
+    base, per_seq, per_ctx = _nonnegative_lstsq(a, y)
     base = base or float(min(y))
     hit = statistics.median(m.resume_hit_s)
     cold = statistics.median(m.resume_cold_s)
@@ -162,7 +237,8 @@ def fit_profile(m: ProfileMeasurements, name: str, model: str, hardware: str,
     fit_error = float(np.mean(np.abs(a @ np.array([base, per_seq, per_ctx]) - y) / y))
     assumptions = (
         f"Measured by `llm-planner profile-engine` on {time.strftime('%Y-%m-%d')}.\n"
-        f"prefill (cold, median): {', '.join(f'{n} tok {s * 1000:.0f} ms' for n, s in m.prefill)}; slope fitted.\n"
+        f"prefill (cold, median): {', '.join(f'{n} tok {s * 1000:.0f} ms' for n, s in m.prefill)}; slope fitted "
+        f"up to {PREFILL_FIT_MAX_TOKENS} tokens.\n"
         f"decode (median step): {', '.join(f'B{b}/C{c} {s * 1000:.1f} ms' for b, c, s in m.decode)}; "
         f"linear fit, mean relative error {fit_error * 100:.1f}%.\n"
         f"resume of a {m.resume_context}-token context + {m.resume_generated} generated: {hit * 1000:.1f} ms "

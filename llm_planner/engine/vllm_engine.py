@@ -27,8 +27,8 @@ from .profile import EngineProfile
 
 # Defaults for a small CPU machine; every key can be overridden from config (vllm.engine_args),
 # and any other vllm.EngineArgs field (tensor_parallel_size, gpu_memory_utilization, ...) added.
+# `dtype`, unless given, follows the hardware (engine_dtype).
 DEFAULT_ENGINE_ARGS: dict[str, Any] = {
-    "dtype": "bfloat16",
     "max_model_len": 4096,
     "block_size": 32,  # vLLM CPU needs a multiple of 32; only full blocks are prefix-cached
     "enforce_eager": True,
@@ -54,6 +54,26 @@ def configure_environment() -> None:
     os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # start-up details only when asked for
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # leave a core to ROS 2 and the robots
+
+
+def on_cpu() -> bool:
+    configure_environment()
+    from vllm.platforms import current_platform
+
+    return current_platform.is_cpu()
+
+
+def engine_dtype(engine_args: dict[str, Any] | None) -> str:
+    """The dtype the engine runs in: as configured, else on a CPU the fastest one it computes
+    natively (bfloat16 with AVX-512-BF16/AMX, float32 otherwise), else vLLM's own choice."""
+    configured = (engine_args or {}).get("dtype")
+    if configured:
+        return str(configured)
+    if on_cpu():
+        from .cpu import cpu_info
+
+        return cpu_info().best_dtype
+    return "auto"
 
 
 @dataclass
@@ -88,20 +108,25 @@ class _Generation:
 class VllmEngine(Engine):
     needs_recorded_plan = False
 
-    def __init__(self, model_dir: str | Path, clock: Clock, profile: EngineProfile,
+    def __init__(self, model_dir: str | Path, clock: Clock, profile: EngineProfile | None,
                  engine_args: dict[str, Any] | None = None, constrained: bool = True,
-                 max_plan_tokens: int = 512, sampling: dict[str, Any] | None = None) -> None:
+                 max_plan_tokens: int = 512, sampling: dict[str, Any] | None = None,
+                 profile_path: Path | None = None, profile_key: str = "") -> None:
         configure_environment()
         from vllm import EngineArgs, LLMEngine, SamplingParams, TokensPrompt
         from vllm.sampling_params import RequestOutputKind
 
         self.clock = clock
         self.profile = profile  # predictions for admission; the engine's own timing is measured
+        self.profile_path = profile_path
+        self.profile_key = profile_key  # the machine profile this engine's timing belongs to
         self.constrained = constrained
         self.max_plan_tokens = max_plan_tokens
         self.sampling = {"temperature": 0.0, **(sampling or {})}
         self.model_dir = str(model_dir)
-        args = {**DEFAULT_ENGINE_ARGS, **(engine_args or {}), **REQUIRED_ENGINE_ARGS, "model": self.model_dir}
+        self.dtype = engine_dtype(engine_args)
+        args = {**DEFAULT_ENGINE_ARGS, **(engine_args or {}), **REQUIRED_ENGINE_ARGS, "model": self.model_dir,
+                "dtype": self.dtype}
         if constrained:
             from .plan_constraint import PlanGrammarLogitsProcessor
 
@@ -181,21 +206,32 @@ class VllmEngine(Engine):
         remaining = budget - len(gen.out_ids)
         if remaining <= 0:
             raise EngineError(f"generation {gen.request.gen_id} has no token budget left")
-        extra = None
-        if gen.grammar is not None:
-            from .plan_constraint import EXTRA_ARG
-
-            extra = {EXTRA_ARG: {"grammar": gen.grammar, "plan_start": len(gen.prompt_ids)}}
         params = self._sampling_params(**self.sampling, max_tokens=remaining, detokenize=False,
-                                       output_kind=self._delta, extra_args=extra)
+                                       output_kind=self._delta, extra_args=self._grammar_args(gen))
         gen.runs += 1
         vllm_id = f"{gen.request.gen_id}#{gen.runs}"
-        prompt = self._tokens_prompt(prompt_token_ids=gen.prompt_ids + gen.out_ids)
+        prompt = self._tokens_prompt(prompt_token_ids=self._context_ids(gen))
         self.llm.add_request(vllm_id, prompt, params, priority=priority)
         gen.vllm_id = vllm_id
         gen.awaiting_first = True
         gen.resumed_at = time.perf_counter()
         self._by_vllm_id[vllm_id] = gen.request.gen_id
+
+    @staticmethod
+    def _context_ids(gen: _Generation) -> list[int]:
+        """What a (re)started request's prompt holds: the chat prompt and every token generated
+        so far, so a resume continues exactly where the suspended run stopped."""
+        return gen.prompt_ids + gen.out_ids
+
+    @staticmethod
+    def _grammar_args(gen: _Generation) -> dict[str, Any] | None:
+        """The constraint of a (re)started request: its matcher first consumes the plan so far,
+        which starts where the chat prompt ends."""
+        if gen.grammar is None:
+            return None
+        from .plan_constraint import EXTRA_ARG
+
+        return {EXTRA_ARG: {"grammar": gen.grammar, "plan_start": len(gen.prompt_ids)}}
 
     def _get(self, gen_id: str) -> _Generation:
         try:

@@ -74,6 +74,12 @@ def resolve_workload(spec: str, traces_path: str | None, config) -> tuple[str, C
     return preset.name, (lambda seed: compose_preset(preset, seed, traces, means)), traces
 
 
+def _machine() -> str:
+    from ..engine.cpu import cpu_info
+
+    return cpu_info().describe()
+
+
 def _cut(workload: Workload, duration: float | None) -> Workload:
     """Only the jobs arriving in the first `duration` seconds."""
     if not duration:
@@ -135,7 +141,7 @@ def cmd_compare(args) -> int:
     if engine is not None:
         _print_engine_stats(runs, out)
         if args.check_sim:
-            _check_sim(runs, workload_for, traces, config, args, out)
+            _check_sim(runs, workload_for, traces, config, args, out, engine.profile_path)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
         out.print(f"wrote {args.json}")
@@ -169,13 +175,14 @@ TIMINGS = {
 }
 
 
-def _check_sim(runs: dict[str, list[SimulationResult]], workload_for, traces, config, args, out) -> dict:
+def _check_sim(runs: dict[str, list[SimulationResult]], workload_for, traces, config, args, out,
+               profile: Path) -> dict:
     """Re-run each real-engine run in the `sim` engine with the engine profile of the real
     engine and the plans it generated; print how far the simulated task timings are off."""
-    sim_config = config.model_copy(update={"engine": "sim", "engine_profile": config.vllm.engine_profile})
+    sim_config = config.model_copy(update={"engine": "sim", "engine_profile": str(profile)})
     from rich.table import Table
 
-    table = Table(title=f"sim ({config.vllm.engine_profile}) vs real vLLM engine, same plans, per task")
+    table = Table(title=f"sim ({profile.stem}) vs real vLLM engine, same plans, per task")
     for col in ("policy", "timing", "real mean s", "sim mean s", "mean |error| s", "mean |error| %"):
         table.add_column(col, justify="left" if col in ("policy", "timing") else "right")
     summary = {}
@@ -272,6 +279,29 @@ def _replay_once(args, config, name, workload, traces, record_path: Path, engine
     return complete, recorder.count
 
 
+def _pace_to_engine(args, config, workload: Workload, engine) -> tuple[float, float]:
+    """(arrival speed-up, grace seconds) for a live replay. With --pace-engine REF, arrivals
+    are spread by how much slower this machine's engine generates the workload's plans than
+    the REF profile (the machine the workload was written for), so a slower CPU sees the same
+    contention instead of a backlog it can never clear. --grace auto waits a minute plus three
+    times this machine's engine time for the whole workload's plans."""
+    from ..engine.profile import load_engine_profile
+
+    profile = engine.profile if engine is not None else load_engine_profile(config.engine_profile)
+    plans, tokens, batch = len(workload.jobs), config.vllm.max_plan_tokens, config.batch.max_batch_size
+    prompt = 100  # a task's own prompt tokens; its skill set's system prompt is prefix-cached
+    here = profile.generation_s(plans, tokens, prompt, batch)
+    speed = args.speed
+    if args.pace_engine:
+        reference = load_engine_profile(args.pace_engine).generation_s(plans, tokens, prompt, batch)
+        slowdown = max(1.0, here / reference)
+        speed = args.speed / slowdown
+        console.print(f"pace: this machine's engine ({profile.name}) needs {here:.0f} s for the workload's "
+                      f"{plans} plans, {args.pace_engine} {reference:.0f} s: arrivals {slowdown:.2f}x further apart")
+    grace = args.grace if args.grace is not None else 60.0 + 3.0 * here
+    return speed, grace
+
+
 def cmd_replay(args) -> int:
     from .live import records_from_recording
 
@@ -286,6 +316,9 @@ def cmd_replay(args) -> int:
 
         console.print(f"starting vLLM with {args.model or config.vllm.model} ...")
         engine = make_vllm_engine(config, WallClock(), args.model)  # shared by the policies' runs
+        console.print(f"engine: {engine.dtype} on {_machine()}, profile {engine.profile_path}")
+    args.speed, args.grace = _pace_to_engine(args, config, workload, engine)
+    console.print(f"grace for the last tasks: {args.grace:.0f} s")
     out = _stdout()
     live, sims, complete = {}, {}, True
     for policy in policies:
@@ -497,8 +530,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-batch", type=int)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--speed", type=float, default=1.0, help="arrival-time speed-up (2 = twice as fast)")
+    p.add_argument("--pace-engine", metavar="PROFILE",
+                   help="the engine profile the workload was written for: arrivals are spread by how much "
+                        "slower this machine's engine is (never compressed)")
     p.add_argument("--duration", type=float, help="replay only the jobs arriving in the first N seconds")
-    p.add_argument("--grace", type=float, default=60.0, help="seconds to wait for the last tasks to end")
+    p.add_argument("--grace", type=float,
+                   help="seconds to wait for the last tasks to end (default: 60 + 3x the engine time of the "
+                        "workload's plans on this machine's profile)")
     p.add_argument("--record", help="MCAP file (default out/<workload>-live.mcap)")
     p.add_argument("--compare-sim", action="store_true", help="also simulate the workload and print the differences")
     p.add_argument("--json")
