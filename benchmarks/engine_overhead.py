@@ -13,14 +13,19 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
+from pathlib import Path
 
-from llm_planner.clock import WallClock
-from llm_planner.config import load_planner_config
+from llm_planner.domain.clock import WallClock
 from llm_planner.engine.factory import make_vllm_engine
 from llm_planner.engine.profiler import EngineProfiler
-from llm_planner.engine.runs import plan_request, run_plans
-from llm_planner.lrtrace.formats import load_traces
-from llm_planner.paths import data_path
+from llm_planner.lrtrace.load import load_traces
+from llm_planner.settings.config import load_planner_config
+from llm_planner.settings.paths import data_path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))  # engine drivers shared with the tests
+
+from engine_runs import plan_request, run_plans
 
 
 def main() -> None:

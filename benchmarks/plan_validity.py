@@ -6,16 +6,21 @@ Usage: python benchmarks/plan_validity.py [--rounds 4] [--model DIR]"""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
+from pathlib import Path
 
-from llm_planner.clock import WallClock
-from llm_planner.config import load_planner_config
+from llm_planner.catalog.grammar import check_plan
+from llm_planner.catalog.skills import load_skill_set
+from llm_planner.domain.clock import WallClock
 from llm_planner.engine.factory import make_vllm_engine
-from llm_planner.engine.runs import plan_request, run_plans
-from llm_planner.grammar import check_plan
-from llm_planner.lrtrace.formats import load_traces
-from llm_planner.paths import data_path
-from llm_planner.skills import load_skill_set
+from llm_planner.lrtrace.load import load_traces
+from llm_planner.settings.config import load_planner_config
+from llm_planner.settings.paths import data_path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))  # engine drivers shared with the tests
+
+from engine_runs import plan_request, run_plans
 
 
 def main() -> None:

@@ -28,12 +28,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
 
 
 def _run_one(dtype: str, max_tokens: int) -> dict:
+    from engine_runs import plan_request, run_plans
     from test_vllm_engine import TASKS
 
-    from llm_planner.clock import VirtualClock
-    from llm_planner.config import load_planner_config
+    from llm_planner.domain.clock import VirtualClock
     from llm_planner.engine.factory import make_vllm_engine
-    from llm_planner.engine.runs import plan_request, run_plans
+    from llm_planner.settings.config import load_planner_config
 
     config = load_planner_config()
     vllm_cfg = config.vllm.model_copy(update={

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
 
 from ros_fixtures import instruction, start_fleet  # noqa: E402
 
-from llm_planner.fleet import RobotConfig  # noqa: E402
+from llm_planner.settings.fleet import RobotConfig  # noqa: E402
 
 
 def measure(n_robots: int, n_tasks: int) -> np.ndarray:

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
+from pathlib import Path
 
-from llm_planner.scheduler import NaiveRebuildQueue, PudQueue, QueueEntry
-from llm_planner.tuf import Tuf
+from llm_planner.domain.tuf import Tuf
+from llm_planner.sched.queues import PudQueue, QueueEntry
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))  # the reference queue, shared with the tests
+
+from naive_queue import NaiveRebuildQueue
 
 NORMAL, URGENT = Tuf(1.0, 1.0, 1.5), Tuf(2.0, 0.2, 0.5)
 G_FIRST, G_RESUMED = 0.234, 0.223  # drone segment estimates from the default engine profile

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from llm_planner.config import load_planner_config
+from llm_planner.catalog.tokenizer import load_tokenizer
 from llm_planner.lrtrace.composer import compose_preset, load_preset, mean_exec_times, preset_traces
 from llm_planner.lrtrace.simulate import simulate
-from llm_planner.tokenizer import load_tokenizer
+from llm_planner.settings.config import load_planner_config
 
 
 def main() -> None:

@@ -5,11 +5,11 @@ processes. Which nodes and arguments is decided by llm_planner.ros.fleet_main.no
 (tested Python); this file only wraps it. Without `ros2 launch`, `llm-planner-fleet` starts
 the same set in one process."""
 
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from launch import LaunchDescription
 from llm_planner.ros.fleet_main import node_specs
 
 

@@ -6,7 +6,8 @@
 #   scripts/fresh_clone_check.sh [--keep] [--skip-demo] [REPO]   (REPO: default this checkout)
 #
 # The clone is of the committed HEAD (uncommitted changes are not in it). Exit status: that of
-# the first command that failed. The report is printed and written to out/fresh-clone-<date>.txt.
+# the first command that failed. The report is printed and written to out/fresh-clone-<date>.txt,
+# the three commands' whole logs beside it. Takes about 20 minutes on the AVX2 machine.
 set -uo pipefail
 
 keep=0 demo=1 repo=""
@@ -21,7 +22,7 @@ done
 here="$(cd "$(dirname "$0")/.." && pwd)"
 repo="${repo:-$here}"
 work="$(mktemp -d /tmp/llm-planner-fresh.XXXXXX)"
-report="$here/out/fresh-clone-$(date +%Y%m%d-%H%M%S).txt"
+report="$here/out/fresh-clone-$(date +%Y%m%d-%H%M%S).txt"  # logs: out/fresh-clone-<time>-{setup,tests,demo}.log
 mkdir -p "$here/out"
 cleanup() { if [ "$keep" = 0 ]; then rm -rf "$work"; else echo "kept $work"; fi; }
 trap cleanup EXIT
@@ -56,9 +57,12 @@ if [ "$status" = 0 ]; then
   step tests "$work/tests.log" make test || status=$?
   if [ "$demo" = 1 ]; then
     step demo "$work/demo.log" make demo || { rc=$?; [ "$status" = 0 ] && status=$rc; }
-    cp out/demo*.json "$here/out/" 2>/dev/null || true
   fi
 fi
+stamp="$(date +%Y%m%d-%H%M%S)"
+for log in setup tests demo; do  # the whole logs stay beside the report
+  [ -f "$work/$log.log" ] && cp "$work/$log.log" "$here/out/fresh-clone-$stamp-$log.log"
+done
 summary="$(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed)' "$work/tests.log" 2>/dev/null | tail -n 1)"
 
 {

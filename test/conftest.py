@@ -9,28 +9,28 @@ os.environ.setdefault("ROS_DOMAIN_ID", "61")
 
 @pytest.fixture(scope="session")
 def config():
-    from llm_planner.config import load_planner_config
+    from llm_planner.settings.config import load_planner_config
 
     return load_planner_config()
 
 
 @pytest.fixture(scope="session")
 def tokenizer():
-    from llm_planner.tokenizer import load_tokenizer
+    from llm_planner.catalog.tokenizer import load_tokenizer
 
     return load_tokenizer()
 
 
 @pytest.fixture(scope="session")
 def drone():
-    from llm_planner.skills import load_skill_set
+    from llm_planner.catalog.skills import load_skill_set
 
     return load_skill_set("minispec_drone")
 
 
 @pytest.fixture(scope="session")
 def python_arm():
-    from llm_planner.skills import load_skill_set
+    from llm_planner.catalog.skills import load_skill_set
 
     return load_skill_set("python_arm")
 

@@ -12,13 +12,13 @@ else:
     pytest.importorskip("llm_planner_interfaces", reason="interfaces not built (run `make setup`)")
 
 
-from llm_planner.config import load_planner_config  # noqa: E402
-from llm_planner.fleet import FleetConfig, RobotConfig  # noqa: E402
-from llm_planner.lrtrace.formats import load_traces  # noqa: E402
-from llm_planner.paths import data_path  # noqa: E402
+from llm_planner.lrtrace.load import load_traces  # noqa: E402
 from llm_planner.ros.fleet_main import Fleet  # noqa: E402
 from llm_planner.ros.spin import spin_node  # noqa: E402
 from llm_planner.ros.task_client import TaskClient  # noqa: E402
+from llm_planner.settings.config import load_planner_config  # noqa: E402
+from llm_planner.settings.fleet import FleetConfig, RobotConfig  # noqa: E402
+from llm_planner.settings.paths import data_path  # noqa: E402
 
 TRACES = load_traces(data_path("config", "traces", "timely_tasks.yaml")).by_id()
 

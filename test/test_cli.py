@@ -1,10 +1,10 @@
 import json
 
-from llm_planner.cli import main as planner_main
-from llm_planner.lrtrace.cli import main as lrtrace_main
-from llm_planner.metrics import METRIC_KEYS
-
 from test_importer import ARTIFACT_JOBS, ARTIFACT_TRACES
+
+from llm_planner.commands.lrtrace import main as lrtrace_main
+from llm_planner.commands.maintenance import main as planner_main
+from llm_planner.lrtrace.metrics import METRIC_KEYS
 
 
 def test_compare_on_artifact_files_writes_the_documented_json(tmp_path, capsys):
@@ -53,7 +53,7 @@ def test_fit_command(tmp_path, capsys):
     csv = tmp_path / "s.csv"
     csv.write_text("skill,arg,seconds\ng,,2.4\ng,,2.6\n")
     assert planner_main(["fit", str(csv), "--model", "tello", "-o", str(tmp_path / "m.yaml")]) == 0
-    from llm_planner.exec_model import load_exec_model
+    from llm_planner.catalog.exec_model import load_exec_model
 
     refit = load_exec_model(tmp_path / "m.yaml")
     assert refit.model_for("g").kind == "empirical" and refit.model_for("g").samples == [2.4, 2.6]

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from llm_planner.exec_model import fit_exec_model, load_exec_model, read_samples_csv
+from llm_planner.catalog.exec_model import fit_exec_model, load_exec_model, read_samples_csv
 
 
 def call(skill_set, text):
@@ -34,7 +34,7 @@ def test_sampling_stays_in_the_model_range(drone):
 
 
 def test_uniform_arm_model():
-    from llm_planner.skills import load_skill_set
+    from llm_planner.catalog.skills import load_skill_set
 
     arm = load_skill_set("minispec_arm")
     m = load_exec_model("indy7")
@@ -75,7 +75,7 @@ def test_bad_samples_are_reported(tmp_path):
 
 
 def test_samples_written_by_the_fleet_are_read_back_per_robot_type(tmp_path):
-    from llm_planner.exec_model import write_samples_csv
+    from llm_planner.catalog.exec_model import write_samples_csv
 
     path = tmp_path / "calls.csv"
     assert write_samples_csv(path, [("tello", "mf", 50.0, 2.1), ("indy7", "g", None, 3.0), ("tello", "tp", None, 0.001)]) == 3

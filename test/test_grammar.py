@@ -7,8 +7,8 @@ import pytest
 if not os.environ.get("LLM_PLANNER_REQUIRE_VLLM"):
     pytest.importorskip("xgrammar")
 
-from llm_planner.grammar import check_plan, plan_grammar
-from llm_planner.skills import load_skill_set
+from llm_planner.catalog.grammar import check_plan, plan_grammar
+from llm_planner.catalog.skills import load_skill_set
 
 SKILL_SETS = ["minispec_drone", "minispec_arm", "python_arm"]
 

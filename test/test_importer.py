@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from llm_planner.lrtrace.formats import FormatError, load_traces, load_workload
+from llm_planner.lrtrace.formats import FormatError
+from llm_planner.lrtrace.load import load_traces, load_workload
 from llm_planner.lrtrace.simulate import simulate
 
 ARTIFACT_TRACES = {

@@ -5,10 +5,9 @@ import math
 import time
 
 import pytest
-
 from ros_fixtures import TRACES, instruction, start_fleet
 
-from llm_planner.fleet import RobotConfig
+from llm_planner.settings.fleet import RobotConfig
 
 FAST = {"time_scale": 0.05}
 
@@ -136,9 +135,8 @@ def test_robot_that_disappears_fails_the_task(fleet):
 
 def test_goal_cancel_stops_the_call_and_is_reported(fleet):
     from action_msgs.msg import GoalStatus
-    from rclpy.action import ActionClient
-
     from llm_planner_interfaces.action import ExecuteSegment
+    from rclpy.action import ActionClient
 
     node = fleet.client
     client = ActionClient(node, ExecuteSegment, "/drone2/execute_segment")

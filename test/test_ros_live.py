@@ -5,8 +5,8 @@ import json
 
 import ros_fixtures  # noqa: F401  (requires the built workspace)
 
-from llm_planner.lrtrace.cli import main
-from llm_planner.lrtrace.live import read_recording
+from llm_planner.commands.lrtrace import main
+from llm_planner.ros.replay import read_recording
 
 
 def test_replay_record_report(tmp_path, capsys):

@@ -2,10 +2,9 @@
 
 import time
 
-
 from ros_fixtures import TRACES, instruction, start_fleet
 
-from llm_planner.fleet import RobotConfig
+from llm_planner.settings.fleet import RobotConfig
 
 
 def test_urgent_first_segment_overtakes_a_backlog():

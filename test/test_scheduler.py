@@ -1,9 +1,10 @@
 import random
 
 import pytest
+from naive_queue import NaiveRebuildQueue
 
-from llm_planner.scheduler import NaiveRebuildQueue, PudQueue, QueueEntry, StaticQueue, get_policy
-from llm_planner.tuf import Tuf
+from llm_planner.domain.tuf import Tuf
+from llm_planner.sched.queues import PudQueue, QueueEntry, StaticQueue, get_policy
 
 NORMAL, URGENT = Tuf(1, 1, 1.5), Tuf(2, 0.2, 0.5)
 

@@ -1,6 +1,6 @@
 import pytest
 
-from llm_planner.segmenter import MiniSpecSegmenter, make_segmenter, split_segments
+from llm_planner.planning.segmenter import MiniSpecSegmenter, make_segmenter, split_segments
 
 
 def stream(skill_set, text, chunk):
@@ -117,3 +117,14 @@ def test_python_block_is_not_ready_until_dedent(python_arm):
 def test_python_multiline_call(python_arm):
     segments = stream(python_arm, "move_to(\n  1,\n  2)\ntake('a')\n", 1)
     assert [s.call_texts for s in segments] == [["move_to(\n  1,\n  2)"], ["take('a')"]]
+
+
+def test_a_call_text_parses_to_the_one_call_it_is(drone, python_arm):
+    """What a robot server does with a goal's `calls` entries."""
+    call = drone.parse_call(" l('mf(50) done') ")
+    assert (call.skill, call.text) == ("l", "l('mf(50) done')")  # not the call text in its string
+    assert drone.parse_call("mf(50)").number == 50
+    assert python_arm.parse_call("move_to(1, 2)").skill == "move_to"
+    for bad in ("zz(1)", "mf(50);tc(90)", ""):
+        with pytest.raises(ValueError, match="is not a call"):
+            drone.parse_call(bad)

@@ -5,14 +5,14 @@ import math
 
 import pytest
 
+from llm_planner.catalog.tokenizer import count_tokens
+from llm_planner.domain.tasks import TaskRequest, TaskState
+from llm_planner.domain.tuf import Tuf
 from llm_planner.engine.sim import TEMPLATE_TOKENS
 from llm_planner.lrtrace.composer import compose_preset, load_preset, mean_exec_times, preset_traces
 from llm_planner.lrtrace.formats import Job, Workload
+from llm_planner.lrtrace.metrics import by_level
 from llm_planner.lrtrace.simulate import EventQueue, simulate
-from llm_planner.metrics import by_level
-from llm_planner.tasks import TaskRequest, TaskState
-from llm_planner.tokenizer import count_tokens
-from llm_planner.tuf import Tuf
 
 POLICIES = ["timely", "fcfs", "edf", "vllm", "vllm-stream"]
 
@@ -111,11 +111,11 @@ def test_late_tasks_are_still_planned(config, tokenizer, traces):
 
 def run_planner(config, tokenizer, requests):
     """The planner with the sim engine and simulated robots, driven by hand."""
-    from llm_planner.clock import VirtualClock
+    from llm_planner.dispatch.robot_port import CallTimeSource, SimRobots
+    from llm_planner.domain.clock import VirtualClock
     from llm_planner.engine import SimEngine, load_engine_profile
-    from llm_planner.planner import Planner
-    from llm_planner.robots import CallTimeSource, SimRobots
-    from llm_planner.scheduler import get_policy
+    from llm_planner.planning.planner import Planner
+    from llm_planner.sched.queues import get_policy
 
     clock, events, statuses = VirtualClock(), EventQueue(), []
     holder = {}
@@ -181,7 +181,7 @@ def test_measured_call_times_are_kept_for_refits(config, tokenizer):
 def test_sim_resume_recomputes_the_partial_kv_block_when_the_profile_models_blocks(tokenizer):
     """A profile with kv_block_size (as measured on vLLM) charges a resumed generation the
     tokens of its last partial KV block as prefill; one without it charges nothing."""
-    from llm_planner.clock import VirtualClock
+    from llm_planner.domain.clock import VirtualClock
     from llm_planner.engine import GenerationRequest, SimEngine, load_engine_profile
 
     base = load_engine_profile("smollm2-135m-instruct-bfloat16-cpu-avx512-bf16")

@@ -5,10 +5,10 @@ import threading
 
 import pytest
 
-from llm_planner.paths import data_path
-from llm_planner.robot_backends import TelloBackend
-from llm_planner.skills import load_skill_set
-from llm_planner.tello_emulator import TelloEmulator
+from llm_planner.catalog.skills import load_skill_set
+from llm_planner.robots.backends import TelloBackend
+from llm_planner.robots.tello_emulator import TelloEmulator
+from llm_planner.settings.paths import data_path
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def test_failures_are_reported(drone):
 def test_a_plan_flown_through_the_fleet_over_ros():
     from ros_fixtures import instruction, start_fleet
 
-    from llm_planner.fleet import RobotConfig
+    from llm_planner.settings.fleet import RobotConfig
 
     # a second loopback address: djitellopy tells drones apart by IP
     emulator = TelloEmulator(host="127.0.0.2", time_scale=0.01).start()

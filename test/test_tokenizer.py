@@ -1,4 +1,4 @@
-from llm_planner.tokenizer import count_tokens, token_pieces
+from llm_planner.catalog.tokenizer import count_tokens, token_pieces
 
 
 def test_pieces_rebuild_the_text(tokenizer):

@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from llm_planner.config import load_planner_config
-from llm_planner.tuf import MIN_SLACK_S, Tuf, pud_priority
+from llm_planner.domain.tuf import MIN_SLACK_S, Tuf, pud_priority
+from llm_planner.settings.config import load_planner_config
 
 NORMAL = Tuf(1.0, 1.0, 1.5)
 URGENT = Tuf(2.0, 0.2, 0.5)
@@ -61,11 +61,11 @@ def test_config_levels_match_the_paper():
 
 
 def test_bad_config_is_reported_with_the_field(tmp_path):
-    from llm_planner.config import ConfigError
+    from llm_planner.settings.config import ConfigError
 
     bad = tmp_path / "planner.yaml"
     bad.write_text("urgency_levels: [{name: n, beta: 1, ert_s: 1, cutoff_s: 0.5}]\nrobot_types: {}\n")
-    with pytest.raises(ConfigError, match="cutoff_s must be greater than ert_s"):
+    with pytest.raises(ConfigError, match=r"urgency level 'n': TUF cutoff_s \(0.5\) must be greater than ert_s"):
         load_planner_config(bad)
     bad.write_text("policy: nope\nurgency_levels: [{name: n, beta: 1, ert_s: 1, cutoff_s: 2}]\nrobot_types: {}\n")
     with pytest.raises(ConfigError, match="policy"):

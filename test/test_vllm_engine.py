@@ -18,12 +18,13 @@ if os.environ.get("LLM_PLANNER_REQUIRE_VLLM"):  # `make test`: a missing vLLM is
 else:
     pytest.importorskip("vllm")
 
-from llm_planner.clock import VirtualClock
+from engine_runs import plan_request as request
+from engine_runs import run_plans
+
+from llm_planner.catalog.grammar import check_plan
+from llm_planner.catalog.skills import load_skill_set
+from llm_planner.domain.clock import VirtualClock
 from llm_planner.engine.plan_constraint import EXTRA_ARG
-from llm_planner.engine.runs import plan_request as request
-from llm_planner.engine.runs import run_plans
-from llm_planner.grammar import check_plan
-from llm_planner.skills import load_skill_set
 
 TASKS = [
     ("minispec_drone", "Scene: [door, person, chair]. Turn right 90 degrees, fly 100 cm forward, take a picture."),
@@ -135,13 +136,13 @@ def test_constrained_plans_parse(engine):
 
 
 def test_vllm_priority_orders_prefills(engine):
-    """Two long prompts that do not fit one step's token budget: the more urgent one (lower
-    priority value), added second, gets its first token first."""
+    """Two long prompts that do not fit one step's token budget: the more urgent one (higher
+    urgency), added second, gets its first token first."""
     engine.reset()
     filler = " ".join(["the robot waits by the door"] * 220)  # ~1400 tokens each
     order = []
-    engine.add(request("background", "minispec_drone", f"{filler} Fly to the door."), priority=1000)
-    engine.add(request("urgent", "minispec_drone", f"{filler} Land now."), priority=1)
+    engine.add(request("background", "minispec_drone", f"{filler} Fly to the door."), urgency=-1.0)
+    engine.add(request("urgent", "minispec_drone", f"{filler} Land now."), urgency=0.0)
     while len(order) < 2:
         for out in engine.step().outputs:
             if out.gen_id not in order:
@@ -153,9 +154,10 @@ def test_vllm_priority_orders_prefills(engine):
 def test_planner_runs_a_workload_on_the_real_engine(engine, config):
     """lrtrace's simulation with plans generated live: every task ends, segments were
     generated with suspensions under `timely`, and every executed call is a skill call."""
-    from llm_planner.lrtrace.formats import Job, Workload, load_traces
+    from llm_planner.domain.tasks import TaskState
+    from llm_planner.lrtrace.formats import Job, Workload
+    from llm_planner.lrtrace.load import load_traces
     from llm_planner.lrtrace.simulate import simulate
-    from llm_planner.tasks import TaskState
 
     traces = load_traces("config/traces/timely_tasks.yaml")
     jobs = [Job(job_id=i, trace_id=t, agent=i, arrival_s=0.2 * i) for i, t in enumerate([1, 6, 9])]
@@ -181,14 +183,15 @@ def test_lrtrace_compare_runs_an_imported_artifact_workload_on_the_real_engine(t
     import subprocess
     import sys
 
-    from llm_planner.metrics import METRIC_KEYS
     from test_importer import ARTIFACT_JOBS, ARTIFACT_TRACES
+
+    from llm_planner.lrtrace.metrics import METRIC_KEYS
 
     traces, jobs = tmp_path / "traces.json", tmp_path / "workload.json"
     traces.write_text(json.dumps(ARTIFACT_TRACES))
     jobs.write_text(json.dumps(ARTIFACT_JOBS))
     out = tmp_path / "out.json"
-    proc = subprocess.run([sys.executable, "-m", "llm_planner.lrtrace.cli", "compare", str(jobs), "--traces", str(traces),
+    proc = subprocess.run([sys.executable, "-m", "llm_planner.commands.lrtrace", "compare", str(jobs), "--traces", str(traces),
                            "--engine", "vllm", "--policies", "timely,vllm", "--check-sim", "--json", str(out),
                            "--no-plots", "--quiet"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -207,9 +210,9 @@ def test_planner_node_generates_plans_with_the_real_engine_over_ros(engine, conf
     streams the model's segments to the robot in order and ends the task with a status."""
     from ros_fixtures import Running
 
-    from llm_planner.fleet import FleetConfig, RobotConfig
     from llm_planner.ros.fleet_main import Fleet
     from llm_planner.ros.task_client import TaskClient
+    from llm_planner.settings.fleet import FleetConfig, RobotConfig
 
     cfg = config.model_copy(update={"engine": "vllm", "vllm": config.vllm.model_copy(update={"max_plan_tokens": 32})})
     fleet = FleetConfig(robots=[RobotConfig(id="drone1", type="tello", options={"time_scale": 0.05})],

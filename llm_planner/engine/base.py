@@ -56,16 +56,16 @@ class Engine(ABC):
     needs_recorded_plan: bool = False  # True: tasks must bring a recorded plan (the sim engine)
 
     @abstractmethod
-    def add(self, request: GenerationRequest, priority: int = 0) -> None:
-        """Start a new generation; it joins the batch at the next step. Lower `priority`
-        values are more urgent (engines that order work internally may use it)."""
+    def add(self, request: GenerationRequest, urgency: float = 0.0) -> None:
+        """Start a new generation; it joins the batch at the next step. Higher `urgency` is
+        more urgent, as everywhere in the planner (engines that order work internally may use it)."""
 
     @abstractmethod
     def suspend(self, gen_id: str) -> None:
         """Take a generation out of the batch, keeping its context."""
 
     @abstractmethod
-    def resume(self, gen_id: str, priority: int = 0) -> None:
+    def resume(self, gen_id: str, urgency: float = 0.0) -> None:
         """Put a suspended generation back into the batch without re-prefilling it."""
 
     @abstractmethod

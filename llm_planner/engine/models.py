@@ -12,8 +12,8 @@ import shutil
 import time
 from pathlib import Path
 
-from ..paths import cache_dir
-from ..tokenizer import DEFAULT_TOKENIZER, smollm2_gguf_path
+from llm_planner.catalog.tokenizer import DEFAULT_TOKENIZER, smollm2_gguf_path
+from llm_planner.settings.paths import cache_dir
 
 DEFAULT_MODEL = DEFAULT_TOKENIZER  # "smollm2-135m-instruct"
 _DONE_MARK = ".converted"

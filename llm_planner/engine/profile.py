@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..paths import cache_dir, data_path, resolve_resource
+from llm_planner.settings.paths import cache_dir, data_path, resolve_resource
 
 # `vllm.engine_profile: auto`: the profile of this model, dtype and machine (machine_profile_key).
 AUTO = "auto"

@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 import yaml
 
-from .profile import EngineProfile
+from llm_planner.engine.profile import EngineProfile
 
 PREFILL_FIT_MAX_TOKENS = 1024
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from tokenizers import Tokenizer
 
-from ..clock import Clock
-from ..tokenizer import count_tokens, token_pieces
-from .base import Engine, EngineError, EngineStats, GenerationRequest, StepResult, TokenOutput
-from .profile import EngineProfile
+from llm_planner.catalog.tokenizer import count_tokens, token_pieces
+from llm_planner.domain.clock import Clock
+from llm_planner.engine.base import Engine, EngineError, EngineStats, GenerationRequest, StepResult, TokenOutput
+from llm_planner.engine.profile import EngineProfile
 
 # Chat-template tokens around the task text (role markers); SmolLM2/Llama-3 use about this.
 TEMPLATE_TOKENS = 10
@@ -68,7 +68,7 @@ class SimEngine(Engine):
             return own
         return own + self._count(request.prefix)
 
-    def add(self, request: GenerationRequest, priority: int = 0) -> None:
+    def add(self, request: GenerationRequest, urgency: float = 0.0) -> None:
         if request.gen_id in self._gens:
             raise EngineError(f"generation {request.gen_id} already exists")
         if request.forced_output is None:
@@ -109,7 +109,7 @@ class SimEngine(Engine):
             gen.running = False
             self._order.remove(gen_id)
 
-    def resume(self, gen_id: str, priority: int = 0) -> None:
+    def resume(self, gen_id: str, urgency: float = 0.0) -> None:
         gen = self._get(gen_id)
         if not gen.running:
             gen.running = True

@@ -10,7 +10,8 @@ segmenter sees every token and a suspension is exact.
 
 Which generations run is decided by the planner (priority queue + batch controller); vLLM's
 `priority` scheduling orders the admitted ones inside vLLM (e.g. whose prefill goes first
-when the token budget is short) with the same urgency order.
+when the token budget is short) with the same urgency order: the planner's urgency (higher is
+more urgent) becomes vLLM's priority (lower first) here, in `vllm_priority`, and nowhere else.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..clock import Clock
-from .base import Engine, EngineError, EngineStats, GenerationRequest, StepResult, TokenOutput
-from .profile import EngineProfile
+from llm_planner.domain.clock import Clock
+from llm_planner.engine.base import Engine, EngineError, EngineStats, GenerationRequest, StepResult, TokenOutput
+from llm_planner.engine.profile import EngineProfile
 
 # Defaults for a small CPU machine; every key can be overridden from config (vllm.engine_args),
 # and any other vllm.EngineArgs field (tensor_parallel_size, gpu_memory_utilization, ...) added.
@@ -43,7 +44,7 @@ REQUIRED_ENGINE_ARGS: dict[str, Any] = {"enable_prefix_caching": True, "scheduli
 def configure_environment() -> None:
     """Process settings vLLM reads at import: engine in this process (start-up in seconds
     instead of spawning workers that re-import vLLM), caches inside the project."""
-    from ..paths import cache_dir
+    from llm_planner.settings.paths import cache_dir
 
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     cache = cache_dir()
@@ -70,10 +71,16 @@ def engine_dtype(engine_args: dict[str, Any] | None) -> str:
     if configured:
         return str(configured)
     if on_cpu():
-        from .cpu import cpu_info
+        from llm_planner.engine.cpu import cpu_info
 
         return cpu_info().best_dtype
     return "auto"
+
+
+def vllm_priority(urgency: float) -> int:
+    """vLLM orders requests by an int, lower first; the planner's urgency is higher first
+    (resolution: a thousandth, e.g. a deadline in milliseconds)."""
+    return int(round(-urgency * 1000))
 
 
 @dataclass
@@ -114,12 +121,14 @@ class VllmEngine(Engine):
                  profile_path: Path | None = None, profile_key: str = "") -> None:
         configure_environment()
         from vllm import EngineArgs, LLMEngine, SamplingParams, TokensPrompt
+        from vllm import __version__ as vllm_version
         from vllm.sampling_params import RequestOutputKind
 
         self.clock = clock
         self.profile = profile  # predictions for admission; the engine's own timing is measured
         self.profile_path = profile_path
         self.profile_key = profile_key  # the machine profile this engine's timing belongs to
+        self.vllm_version = vllm_version
         self.constrained = constrained
         self.max_plan_tokens = max_plan_tokens
         self.sampling = {"temperature": 0.0, **(sampling or {})}
@@ -128,7 +137,7 @@ class VllmEngine(Engine):
         args = {**DEFAULT_ENGINE_ARGS, **(engine_args or {}), **REQUIRED_ENGINE_ARGS, "model": self.model_dir,
                 "dtype": self.dtype}
         if constrained:
-            from .plan_constraint import PlanGrammarLogitsProcessor
+            from llm_planner.engine.plan_constraint import PlanGrammarLogitsProcessor
 
             args["logits_processors"] = [PlanGrammarLogitsProcessor]
         try:
@@ -187,7 +196,7 @@ class VllmEngine(Engine):
         return len(ids)
 
     # ------------------------------------------------------------------ lifecycle
-    def add(self, request: GenerationRequest, priority: int = 0) -> None:
+    def add(self, request: GenerationRequest, urgency: float = 0.0) -> None:
         if request.gen_id in self._gens:
             raise EngineError(f"generation {request.gen_id} already exists")
         ids, prefix_len = self.chat_ids(request)
@@ -199,9 +208,9 @@ class VllmEngine(Engine):
         self._gens[request.gen_id] = gen
         self.stats.prefill_tokens[request.gen_id] = 0
         self._seen_prefixes.add(request.prefix_key)
-        self._start(gen, priority)
+        self._start(gen, urgency)
 
-    def _start(self, gen: _Generation, priority: int) -> None:
+    def _start(self, gen: _Generation, urgency: float) -> None:
         budget = min(gen.request.max_tokens, self.max_plan_tokens, self.max_model_len - len(gen.prompt_ids))
         remaining = budget - len(gen.out_ids)
         if remaining <= 0:
@@ -211,7 +220,7 @@ class VllmEngine(Engine):
         gen.runs += 1
         vllm_id = f"{gen.request.gen_id}#{gen.runs}"
         prompt = self._tokens_prompt(prompt_token_ids=self._context_ids(gen))
-        self.llm.add_request(vllm_id, prompt, params, priority=priority)
+        self.llm.add_request(vllm_id, prompt, params, priority=vllm_priority(urgency))
         gen.vllm_id = vllm_id
         gen.awaiting_first = True
         gen.resumed_at = time.perf_counter()
@@ -229,7 +238,7 @@ class VllmEngine(Engine):
         which starts where the chat prompt ends."""
         if gen.grammar is None:
             return None
-        from .plan_constraint import EXTRA_ARG
+        from llm_planner.engine.plan_constraint import EXTRA_ARG
 
         return {EXTRA_ARG: {"grammar": gen.grammar, "plan_start": len(gen.prompt_ids)}}
 
@@ -249,11 +258,11 @@ class VllmEngine(Engine):
     def suspend(self, gen_id: str) -> None:
         self._stop(self._get(gen_id))
 
-    def resume(self, gen_id: str, priority: int = 0) -> None:
+    def resume(self, gen_id: str, urgency: float = 0.0) -> None:
         gen = self._get(gen_id)
         if gen.vllm_id is None and not gen.finished:
             self.stats.resumes[gen_id] = self.stats.resumes.get(gen_id, 0) + 1
-            self._start(gen, priority)
+            self._start(gen, urgency)
 
     def release(self, gen_id: str) -> None:
         gen = self._gens.pop(gen_id, None)

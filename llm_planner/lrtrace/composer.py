@@ -9,12 +9,14 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..exec_model import load_exec_model
-from ..paths import data_path, resolve_resource
-from ..skills import load_skill_set
-from .formats import Job, Trace, TraceSet, Workload, load_traces
+from llm_planner.catalog.exec_model import load_exec_model
+from llm_planner.catalog.skills import load_skill_set
+from llm_planner.lrtrace.formats import Job, Trace, TraceSet, Workload
 
 # Margin on an agent's expected busy time (plan generation + execution) before it counts as
+from llm_planner.lrtrace.load import load_traces
+from llm_planner.settings.paths import data_path, resolve_resource
+
 # free again; covers planning delays under contention.
 BUSY_MARGIN = 1.5
 

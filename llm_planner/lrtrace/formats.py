@@ -1,5 +1,5 @@
 """LRTrace file formats: trace sets (recorded robot tasks) and workloads (who gets which task
-when). Both are YAML or JSON; `load_*` also accepts the TimelyLLM artifact's JSON (detected).
+when). Both are YAML or JSON; `lrtrace.load` reads them and the TimelyLLM artifact's JSON.
 
 Trace set (`format: lrtrace.traces/1`):
   name, traces: [{trace_id, name, robot_type, urgency, tuf?: [beta, ert, cutoff],
@@ -12,13 +12,13 @@ Workload (`format: lrtrace.workload/1`):
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
-
-import yaml
 from typing import Annotated
 
+import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from llm_planner.domain.tuf import Tuf
 
 TRACES_FORMAT = "lrtrace.traces/1"
 WORKLOAD_FORMAT = "lrtrace.workload/1"
@@ -29,11 +29,9 @@ class FormatError(ValueError):
 
 
 def _check_tuf(value):
-    if len(value) != 3 or not all(math.isfinite(v) for v in value):
-        raise ValueError("tuf must be [beta, ert_s, cutoff_s] with finite numbers")
-    beta, ert, cutoff = value
-    if beta <= 0 or ert < 0 or cutoff <= ert:
-        raise ValueError(f"tuf {list(value)}: need beta > 0, ert >= 0, cutoff > ert")
+    if len(value) != 3:
+        raise ValueError("tuf must be [beta, ert_s, cutoff_s]")
+    Tuf(*value)  # the one TUF validator
     return value
 
 
@@ -91,7 +89,7 @@ class Workload(BaseModel):
     jobs: list[Job]
 
 
-def _read(path: Path):
+def read_file(path: Path):
     text = path.read_text()
     try:
         return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
@@ -106,40 +104,3 @@ def save(model: BaseModel, path: str | Path) -> None:
         path.write_text(json.dumps(data, indent=1))
     else:
         path.write_text(yaml.safe_dump(data, sort_keys=False, width=100))
-
-
-def load_traces(path: str | Path) -> TraceSet:
-    """Our trace-set format, or the TimelyLLM artifact's trace-set JSON (detected)."""
-    from . import importer
-
-    path = Path(path)
-    raw = _read(path)
-    if importer.is_artifact_traces(raw):
-        return importer.import_traces(raw, name=path.stem)
-    if not isinstance(raw, dict) or raw.get("format") != TRACES_FORMAT:
-        raise FormatError(f"{path}: neither an LRTrace trace set (format: {TRACES_FORMAT}) "
-                          f"nor a TimelyLLM artifact trace-set JSON")
-    try:
-        traces = TraceSet.model_validate(raw)
-    except ValueError as exc:
-        raise FormatError(f"{path}: {exc}") from None
-    traces.by_id()
-    return traces
-
-
-def load_workload(path: str | Path) -> tuple[Workload, TraceSet | None]:
-    """Our workload format, or the TimelyLLM artifact's job list (detected). An artifact job
-    list carries each job's task text, so it also yields a partial trace set (no plans)."""
-    from . import importer
-
-    path = Path(path)
-    raw = _read(path)
-    if importer.is_artifact_workload(raw):
-        return importer.import_workload(raw, name=path.stem)
-    if not isinstance(raw, dict) or raw.get("format") != WORKLOAD_FORMAT:
-        raise FormatError(f"{path}: neither an LRTrace workload (format: {WORKLOAD_FORMAT}) "
-                          f"nor a TimelyLLM artifact workload JSON")
-    try:
-        return Workload.model_validate(raw), None
-    except ValueError as exc:
-        raise FormatError(f"{path}: {exc}") from None

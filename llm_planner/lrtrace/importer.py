@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .formats import FormatError, Job, Trace, TraceSet, Workload
+from llm_planner.lrtrace.formats import FormatError, Job, Trace, TraceSet, Workload
 
 URGENT_MAX_ERT_S = 0.5  # an imported TUF with a shorter ERT than this is labelled urgent
 

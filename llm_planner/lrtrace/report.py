@@ -8,8 +8,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ..metrics import METRIC_KEYS
-from ..tasks import TaskRecord
+from llm_planner.domain.tasks import TaskRecord
+from llm_planner.lrtrace.metrics import METRIC_KEYS
 
 _HEADERS = {
     "utility_mean": "utility (mean)",

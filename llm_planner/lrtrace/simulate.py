@@ -19,16 +19,16 @@ from typing import Callable
 
 from tokenizers import Tokenizer
 
-from ..clock import VirtualClock
-from ..config import PlannerConfig
-from ..engine import Engine, EngineStats
-from ..engine.factory import make_sim_engine
-from ..planner import Planner
-from ..robots import CallTimeSource, SimRobots
-from ..scheduler import get_policy
-from ..tasks import StatusUpdate, TaskRecord, TaskRequest
-from ..tuf import Tuf
-from .formats import Job, Trace, TraceSet, Workload
+from llm_planner.dispatch.robot_port import CallTimeSource, SimRobots
+from llm_planner.domain.clock import VirtualClock
+from llm_planner.domain.tasks import StatusUpdate, TaskRecord, TaskRequest
+from llm_planner.domain.tuf import Tuf
+from llm_planner.engine import Engine, EngineStats
+from llm_planner.engine.factory import make_sim_engine
+from llm_planner.lrtrace.formats import Job, Trace, TraceSet, Workload
+from llm_planner.planning.planner import Planner
+from llm_planner.sched.queues import get_policy
+from llm_planner.settings.config import PlannerConfig
 
 
 class EventQueue:
@@ -159,8 +159,8 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
 def planned_units(records: list[TaskRecord], config: PlannerConfig) -> dict[str, int]:
     """Utility units of each task's recorded plan (segments with a skill call), so that a task
     that did not finish still counts with its whole plan in the maximum utility."""
-    from ..segmenter import split_segments
-    from ..skills import load_skill_set
+    from llm_planner.catalog.skills import load_skill_set
+    from llm_planner.planning.segmenter import split_segments
 
     out = {}
     for r in records:

@@ -11,12 +11,12 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
-from ..config import ConfigError, PlannerConfig, load_planner_config
-from ..exec_model import load_exec_model
-from ..fleet import FleetConfig, load_fleet
-from ..robot_backends import make_backend
-from ..skills import load_skill_set
-from .spin import spin_in_thread
+from llm_planner.catalog.exec_model import load_exec_model
+from llm_planner.catalog.skills import load_skill_set
+from llm_planner.robots.backends import make_backend
+from llm_planner.ros.spin import spin_in_thread
+from llm_planner.settings.config import ConfigError, PlannerConfig, load_planner_config
+from llm_planner.settings.fleet import FleetConfig, load_fleet
 
 
 @dataclass
@@ -38,7 +38,7 @@ def node_specs(planner_config: str | None, fleet_file: str | None, policy: str |
 
 
 def make_robot_servers(config: PlannerConfig, fleet: FleetConfig, only: str | None = None):
-    from .robot_server import RobotServer
+    from llm_planner.ros.robot_server import RobotServer
 
     servers = []
     for robot in fleet.robots:
@@ -60,7 +60,7 @@ class Fleet:
         import rclpy
         from rclpy.executors import MultiThreadedExecutor
 
-        from .planner_node import PlannerNode
+        from llm_planner.ros.planner_node import PlannerNode
 
         if not rclpy.ok():
             rclpy.init()
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         import rclpy
 
         rclpy.init()
-        from .planner_node import PlannerNode
+        from llm_planner.ros.planner_node import PlannerNode
 
         nodes = make_robot_servers(config, fleet) + [PlannerNode(config, fleet, args.traces)]
     except (ConfigError, ValueError, RuntimeError) as exc:
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     samples = planner_node.planner.exec_samples
     _spin_until_signal(nodes)
     if args.exec_samples:
-        from ..exec_model import write_samples_csv
+        from llm_planner.catalog.exec_model import write_samples_csv
 
         print(f"wrote {write_samples_csv(args.exec_samples, list(samples))} call times to {args.exec_samples}")
     return 0
@@ -189,7 +189,7 @@ def planner_main(argv: list[str] | None = None) -> int:
         import rclpy
 
         rclpy.init()
-        from .planner_node import PlannerNode
+        from llm_planner.ros.planner_node import PlannerNode
 
         node = PlannerNode(config, fleet, args.traces)
     except (ConfigError, ValueError, RuntimeError) as exc:

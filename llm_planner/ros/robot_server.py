@@ -18,16 +18,16 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from llm_planner_interfaces.action import ExecuteSegment
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
-from llm_planner_interfaces.action import ExecuteSegment
-
-from ..fleet import RobotConfig
-from ..robot_backends import SkillBackend
-from ..skills import SkillSet
-from .qos import ACTION_SERVER
+from llm_planner.catalog.skills import SkillSet
+from llm_planner.domain.calls import SkillCall
+from llm_planner.robots.backends import SkillBackend
+from llm_planner.ros.qos import ACTION_SERVER
+from llm_planner.settings.fleet import RobotConfig
 
 
 @dataclass
@@ -167,8 +167,12 @@ class RobotServer(Node):
     def _run_calls(self, job: _Job) -> ExecuteSegment.Result:
         goal = job.goal_handle.request
         self.executed.append((goal.task_id, goal.segment_index))
+        try:
+            calls = self._calls(goal)
+        except ValueError as exc:
+            return ExecuteSegment.Result(success=False, message=str(exc), call_times_s=[])
         times: list[float] = []
-        for i, call in enumerate(self.skill_set.find_calls(goal.text)):
+        for i, call in enumerate(calls):
             job.goal_handle.publish_feedback(ExecuteSegment.Feedback(call_index=i, call=call.text))
             outcome = self.backend.execute(call, job.cancel)
             times.append(outcome.seconds)
@@ -177,6 +181,13 @@ class RobotServer(Node):
             if not outcome.success:
                 return ExecuteSegment.Result(success=False, message=outcome.message, call_times_s=times)
         return ExecuteSegment.Result(success=True, message="", call_times_s=times)
+
+    def _calls(self, goal) -> list[SkillCall]:
+        """The calls the planner parsed and sent, in order; a client that sends only the
+        segment's text gets it parsed here."""
+        if not goal.calls:
+            return self.skill_set.find_calls(goal.text)
+        return [self.skill_set.parse_call(text) for text in goal.calls]
 
     def stop(self) -> None:
         """Cancel what is waiting or running (so no executor thread stays busy) and stop."""

@@ -8,12 +8,11 @@ import threading
 import time
 from collections import defaultdict
 
+from llm_planner_interfaces.msg import Task, TaskStatus
 from rclpy.node import Node
 
-from llm_planner_interfaces.msg import Task, TaskStatus
-
-from .planner_node import STATUS_TOPIC, TASKS_TOPIC
-from .qos import TOPIC
+from llm_planner.ros.planner_node import STATUS_TOPIC, TASKS_TOPIC
+from llm_planner.ros.qos import TOPIC
 
 TERMINAL = (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.REJECTED, TaskStatus.CANCELED)
 

@@ -1,0 +1,75 @@
+"""Which dtype is faster for the engine on this CPU: the same quick measurement as
+`llm-planner check-engine` (cold 256-token prefill, decode steps at batch 1 and 8 with
+256-token contexts) in bfloat16 and in float32, one process each (vLLM keeps process-wide
+state). The engine's default dtype (llm_planner/engine/cpu.py) should be the faster one.
+
+    python benchmarks/dtype_speed.py [--json out/dtype_speed.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+DTYPES = ("bfloat16", "float32")
+
+
+def _measure(dtype: str) -> dict:
+    from llm_planner.domain.clock import WallClock
+    from llm_planner.engine.factory import make_vllm_engine
+    from llm_planner.engine.profiler import EngineProfiler
+    from llm_planner.settings.config import load_planner_config
+
+    config = load_planner_config()
+    vllm_cfg = config.vllm.model_copy(update={"constrained": False,
+                                              "engine_args": {**config.vllm.engine_args, "dtype": dtype}})
+    engine = make_vllm_engine(config.model_copy(update={"vllm": vllm_cfg}), WallClock(), require_profile=False)
+    profiler = EngineProfiler(engine, log=lambda _: None)
+    (_, prefill_s), = profiler.measure_prefill([256], 2)
+    steps = {batch: s for batch, _, s in profiler.measure_decode([1, 8], [256], 6)}
+    return {"dtype": dtype, "prefill_ms_per_token": prefill_s / 256 * 1000,
+            "decode_b1_ms": steps[1] * 1000, "decode_b8_ms": steps[8] * 1000}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dtype", choices=DTYPES, help=argparse.SUPPRESS)  # one child process
+    parser.add_argument("--json", help="write the figures here")
+    args = parser.parse_args()
+    if args.dtype:
+        Path(args.json).write_text(json.dumps(_measure(args.dtype)))
+        return 0
+    from llm_planner.engine.cpu import cpu_info
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for dtype in DTYPES:
+            child = Path(tmp) / f"{dtype}.json"
+            proc = subprocess.run([sys.executable, __file__, "--dtype", dtype, "--json", str(child)],
+                                  capture_output=True, text=True)
+            if proc.returncode:
+                print(proc.stderr[-3000:], file=sys.stderr)
+                return proc.returncode
+            rows.append(json.loads(child.read_text()))
+    info = cpu_info()
+    print(f"CPU: {info.describe()}; default dtype here: {info.best_dtype}")
+    print(f"  {'dtype':9s} {'prefill/token':>14s} {'decode B1':>10s} {'decode B8':>10s}")
+    for r in rows:
+        print(f"  {r['dtype']:9s} {r['prefill_ms_per_token']:11.2f} ms {r['decode_b1_ms']:7.1f} ms {r['decode_b8_ms']:7.1f} ms")
+    keys = ("prefill_ms_per_token", "decode_b1_ms", "decode_b8_ms")
+    faster = [r["dtype"] for r in rows if all(r[k] <= o[k] for o in rows for k in keys)]
+    verdict = faster[0] if faster else "neither on every figure"
+    print(f"faster here on every figure: {verdict}"
+          + (" (the default)" if verdict == info.best_dtype else f" - the default is {info.best_dtype}"))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"cpu": info.describe(), "default": info.best_dtype, "rows": rows},
+                                              indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

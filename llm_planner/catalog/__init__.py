@@ -1,0 +1,1 @@
+"""What robots can do: skill sets, plan grammars, execution-time models, the tokenizer."""

@@ -1,0 +1,172 @@
+"""Skill sets (skills/*.yaml): the calls a robot type can execute, how to recognise them in
+generated text (one regex per skill), and the prompt text that teaches them to the LLM."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from llm_planner.domain.calls import SkillCall
+from llm_planner.settings.paths import resolve_resource
+
+# Placeholders usable in a skill's regex, so skill files stay readable.
+REGEX_PLACEHOLDERS = {
+    "{num}": r"(?:-?\d+(?:\.\d+)?|_\d+)",  # a number or a MiniSpec variable (_1)
+    "{str}": r"""(?:'[^']*'|"[^"]*"|_\d+)""",  # a quoted string or a variable
+    "{expr}": r"[^()]*(?:\([^()]*\)[^()]*)*",  # any arguments, one level of nested calls
+}
+
+
+def expand_regex(pattern: str) -> str:
+    for key, value in REGEX_PLACEHOLDERS.items():
+        pattern = pattern.replace(key, value)
+    return pattern
+
+
+class SkillArg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    type: Literal["int", "float", "str", "expr"]
+    unit: str | None = None
+
+
+class Skill(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    abbr: str
+    args: list[SkillArg] = []
+    description: str
+    regex: str
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(expand_regex(value))
+        except re.error as exc:
+            raise ValueError(f"regex {value!r} does not compile: {exc}") from None
+        return value
+
+
+class SkillSetFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    syntax: Literal["minispec", "python"]
+    description: str
+    segment_tokens: int = Field(gt=0, description="l_max: expected tokens per segment")
+    system_prompt: str
+    examples: list[dict[str, str]] = []
+    skills: list[Skill]
+
+
+@dataclass
+class SkillSet:
+    spec: SkillSetFile
+    _patterns: list[tuple[str, re.Pattern]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        abbrs = [s.abbr for s in self.spec.skills]
+        if len(set(abbrs)) != len(abbrs):
+            raise ValueError(f"skill set {self.name}: abbreviations must be unique")
+        # A call must not be the tail of a longer identifier (`xmf(` is not `mf(`).
+        self._patterns = [(s.abbr, re.compile(rf"(?<![\w.]){expand_regex(s.regex)}")) for s in self.spec.skills]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def syntax(self) -> str:
+        return self.spec.syntax
+
+    @property
+    def segment_tokens(self) -> int:
+        return self.spec.segment_tokens
+
+    def skill(self, key: str) -> Skill:
+        for s in self.spec.skills:
+            if key in (s.abbr, s.name):
+                return s
+        raise KeyError(f"skill set {self.name} has no skill {key!r}")
+
+    def find_calls(self, text: str) -> list[SkillCall]:
+        """Skill calls in `text`, in evaluation order (inner calls before the call using them).
+        Text inside string literals is masked first, so `l('mf(50)')` is one call, not two."""
+        masked = mask_strings(text)
+        calls = [
+            SkillCall(abbr, text[m.start() : m.end()], m.start(), m.end())
+            for abbr, pattern in self._patterns
+            for m in pattern.finditer(masked)
+        ]
+        calls.sort(key=lambda c: (c.end, c.start))
+        return calls
+
+    def parse_call(self, text: str) -> SkillCall:
+        """The one skill call that `text` is, whole (e.g. a goal's `calls` entry "mf(50)")."""
+        text = text.strip()
+        for call in self.find_calls(text):
+            if call.start == 0 and call.end == len(text):
+                return call
+        raise ValueError(f"{text!r} is not a call of a {self.name} skill")
+
+    def _system_text(self) -> str:
+        lines = [self.spec.system_prompt.strip(), "", "Skills:"]
+        for s in self.spec.skills:
+            args = ", ".join(a.name for a in s.args)
+            lines.append(f"- {s.abbr}({args}): {s.name}. {s.description}")
+        return "\n".join(lines)
+
+    def prompt(self) -> str:
+        """System text with the skill list and examples, as one text; shared by every task of
+        this skill set (what the sim engine counts as the cached prefix)."""
+        lines = [self._system_text()]
+        for example in self.spec.examples:
+            lines += ["", f"Task: {example['task']}", f"Plan: {example['plan']}"]
+        return "\n".join(lines)
+
+    def chat_prefix(self) -> tuple[tuple[str, str], ...]:
+        """The same prompt as chat turns for a real model: the system text, then each example
+        as a user/assistant exchange (few-shot)."""
+        turns = [("system", self._system_text())]
+        for example in self.spec.examples:
+            turns += [("user", example["task"]), ("assistant", example["plan"])]
+        return tuple(turns)
+
+
+def mask_strings(text: str, filler: str = "\x01") -> str:
+    """Replace the contents of '...' and "..." literals by a filler of the same length.
+    An unterminated literal is masked to the end."""
+    out = list(text)
+    quote = None
+    escaped = False
+    for i, ch in enumerate(text):
+        if quote is None:
+            if ch in "'\"":
+                quote = ch
+        elif escaped:
+            out[i] = filler
+            escaped = False
+        elif ch == "\\":
+            out[i] = filler
+            escaped = True
+        elif ch == quote:
+            quote = None
+        else:
+            out[i] = filler
+    return "".join(out)
+
+
+@lru_cache(maxsize=None)
+def _load_cached(path: Path) -> SkillSet:
+    raw = yaml.safe_load(path.read_text())
+    return SkillSet(SkillSetFile.model_validate(raw))
+
+
+def load_skill_set(name_or_path: str | Path) -> SkillSet:
+    return _load_cached(resolve_resource(name_or_path, "skills").resolve())

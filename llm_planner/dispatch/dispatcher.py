@@ -1,0 +1,109 @@
+"""What is sent to a robot and when.
+
+A completed segment becomes a DispatchedSegment (its calls and its utility units) and goes to
+the robot's port at once. Per task, `RobotWork` is the one place that predicts when the robot
+will be free (the end of its dispatched work, by the execution-time model, corrected by the
+robot's reports): a suspended generation's next segment is due then.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from llm_planner.catalog.exec_model import ExecModel
+from llm_planner.catalog.skills import SkillSet
+from llm_planner.dispatch.robot_port import RobotPort
+from llm_planner.domain.calls import SkillCall
+from llm_planner.domain.tasks import DispatchedSegment, TaskRecord
+
+
+class Segment(Protocol):
+    text: str
+    calls: list[SkillCall]
+
+
+@dataclass
+class RobotWork:
+    """One task's work at its robot."""
+
+    exec_model: ExecModel
+    stat: str  # the exec-time statistic that predicts a segment's end (min, mean, qNN)
+    free_s: float = -math.inf  # when the robot is expected to finish what it was sent
+    outstanding: int = 0  # dispatched segments not reported finished yet
+    calls: int = 0  # skill calls dispatched in all
+
+    def _duration(self, calls: list[SkillCall]) -> float:
+        return self.exec_model.estimate_calls(calls, self.stat)
+
+    def sent(self, calls: list[SkillCall], now: float) -> None:
+        """Queued behind whatever the robot still has to do."""
+        self.calls += len(calls)
+        self.outstanding += 1
+        self.free_s = max(now, self.free_s) + self._duration(calls)
+
+    def started(self, calls: list[SkillCall], t: float) -> None:
+        """The robot started its last dispatched segment at t."""
+        self.free_s = t + self._duration(calls)
+
+    def finished(self, t: float, was_last: bool) -> None:
+        self.outstanding -= 1
+        if was_last:
+            self.free_s = t  # idle now: the next segment is due now
+
+
+class Dispatcher:
+    """Sends segments to robots and applies the robots' reports to each task's RobotWork.
+
+    `whole_plan_units`: for policies that send the whole plan at once (the vLLM baselines),
+    how to split it into the units utility is counted in (the segments segmented policies
+    would have sent); None for segmented policies, where each dispatch is one unit."""
+
+    def __init__(self, robots: RobotPort, on_executing: Callable[[TaskRecord, DispatchedSegment], None],
+                 whole_plan_units: Callable[[SkillSet, str], list[Segment]] | None = None) -> None:
+        self.robots = robots
+        self.on_executing = on_executing
+        self.whole_plan_units = whole_plan_units
+
+    def send(self, record: TaskRecord, skill_set: SkillSet, work: RobotWork, segment: Segment,
+             last: bool, now: float) -> None:
+        if self.whole_plan_units is None:
+            unit_calls = [len(segment.calls)] if segment.calls else []
+        else:
+            unit_calls = [len(s.calls) for s in self.whole_plan_units(skill_set, segment.text) if s.calls]
+        dispatched = DispatchedSegment(len(record.segments), segment.text, segment.calls, unit_calls, last, now)
+        record.segments.append(dispatched)
+        if not segment.calls:
+            # Trailing text without a skill call (e.g. `->True`): nothing for the robot to do.
+            dispatched.started_s = dispatched.finished_s = now
+            return
+        work.sent(segment.calls, now)
+        self.on_executing(record, dispatched)
+        self.robots.dispatch(record.request.robot_id, record.request.task_id, dispatched)
+
+    def cancel(self, record: TaskRecord, work: RobotWork) -> None:
+        if work.outstanding > 0:
+            self.robots.cancel(record.request.robot_id, record.request.task_id)
+
+    @staticmethod
+    def started(record: TaskRecord, work: RobotWork, index: int, t: float) -> bool:
+        """A robot report: segment `index` started. True if the robot's free time moved."""
+        segment = record.segments[index]
+        segment.started_s = t
+        if index != len(record.segments) - 1:
+            return False
+        work.started(segment.calls, t)
+        return True
+
+    @staticmethod
+    def finished(record: TaskRecord, work: RobotWork, index: int, call_times_s: list[float], t: float) -> bool:
+        """A robot report: segment `index` ended. True if the robot's free time moved."""
+        segment = record.segments[index]
+        segment.finished_s = t
+        segment.call_times_s = list(call_times_s)
+        if math.isnan(segment.started_s):
+            segment.started_s = t - sum(call_times_s)
+        last = index == len(record.segments) - 1
+        work.finished(t, last)
+        return last

@@ -1,0 +1,1 @@
+"""The shared vocabulary: tasks and their states, time-utility functions, clocks."""

@@ -1,0 +1,12 @@
+"""The scheduling policies by name: the one list every layer validates against (their
+behaviour lives in llm_planner.sched.queues)."""
+
+from enum import StrEnum
+
+
+class PolicyName(StrEnum):
+    TIMELY = "timely"  # segmented, suspending, PUD priority (this project)
+    FCFS = "fcfs"  # segmented, suspending, first come first served
+    EDF = "edf"  # segmented, suspending, earliest first deadline
+    VLLM = "vllm"  # baseline: whole plan generated (FCFS continuous batching), then executed
+    VLLM_STREAM = "vllm-stream"  # baseline: each skill sent when generated, never paused

@@ -1,0 +1,1 @@
+"""LRTrace: trace and workload formats, the TimelyLLM artifact importer, the composer, simulation and reports."""

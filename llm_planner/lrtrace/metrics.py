@@ -1,0 +1,74 @@
+"""Per-level metrics over finished task records (the `lrtrace compare` / `report` tables)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Iterable
+
+import numpy as np
+
+from llm_planner.domain.tasks import TaskRecord, TaskState
+
+METRIC_KEYS = ("utility_mean", "utility_pct_of_max", "response_p50_s", "response_p95_s", "waiting_mean_s", "tasks")
+
+
+def _finite(values: Iterable[float]) -> list[float]:
+    return [v for v in values if v is not None and math.isfinite(v)]
+
+
+def summarize(records: list[TaskRecord], expected_units: dict[str, int] | None = None) -> dict[str, float | int | None]:
+    """utility_mean: mean task utility (sum of per-segment TUFs); utility_pct_of_max: total
+    utility / total maximum (beta per unit); response and waiting over tasks that executed.
+    A task that did not finish counts with its planned units in the maximum (expected_units:
+    task_id -> units of its plan), so a lost or failed task lowers the percentage."""
+    expected_units = expected_units or {}
+    utility = [r.utility for r in records]
+    max_total = 0.0
+    for r in records:
+        units = r.units_executed if r.state == TaskState.SUCCEEDED else max(r.units_executed, expected_units.get(r.request.task_id, 1))
+        max_total += units * r.request.tuf.beta
+    response = _finite(r.response_time_s for r in records)
+    waiting = [r.waiting_time_s for r in records if r.units_executed]
+
+    def q(values: list[float], p: float) -> float | None:
+        return round(float(np.percentile(values, p)), 4) if values else None
+
+    return {
+        "utility_mean": round(float(np.mean(utility)), 4) if utility else None,
+        "utility_pct_of_max": round(100.0 * sum(utility) / max_total, 2) if max_total else None,
+        "response_p50_s": q(response, 50),
+        "response_p95_s": q(response, 95),
+        "waiting_mean_s": round(float(np.mean(waiting)), 4) if waiting else None,
+        "tasks": len(records),
+    }
+
+
+def by_level(records: list[TaskRecord], expected_units: dict[str, int] | None = None) -> dict[str, dict]:
+    """{level: metrics} for each urgency level present, plus "all"."""
+    groups: dict[str, list[TaskRecord]] = defaultdict(list)
+    for r in records:
+        groups[r.request.level].append(r)
+    out = {level: summarize(rs, expected_units) for level, rs in sorted(groups.items())}
+    out["all"] = summarize(records, expected_units)
+    return out
+
+
+def by_label(records: list[TaskRecord]) -> dict[str, dict[str, float]]:
+    """Mean utility and % of max per task type (label)."""
+    groups: dict[str, list[TaskRecord]] = defaultdict(list)
+    for r in records:
+        groups[r.request.label or r.request.level].append(r)
+    out = {}
+    for label, rs in sorted(groups.items()):
+        m = summarize(rs)
+        out[label] = {"utility_mean": m["utility_mean"], "utility_pct_of_max": m["utility_pct_of_max"],
+                      "level": rs[0].request.level, "tasks": len(rs)}
+    return out
+
+
+def terminal_counts(records: list[TaskRecord]) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for r in records:
+        counts[r.state.name] += 1
+    return dict(counts)

@@ -1,0 +1,1 @@
+"""The planner loop: task intake, generation state, the segmenter, the live driver thread."""

@@ -1,0 +1,358 @@
+"""The planner core: tasks in, segments out, one code path for live and simulated runs.
+
+Each engine iteration (`step`) first lets the batch controller admit the best queued
+generations, then advances every running generation by one token and feeds the new text to
+that task's segmenter. A completed segment is dispatched to the robot at once; under a
+suspending policy the generation then leaves the batch (its context stays in the engine) and
+re-enters the ready queue with TUF_1, referenced to the estimated end of the segment's
+execution - unless the robot would run out of work before the next segment could be resumed
+and generated (a slow engine, quick calls): then the generation stays in the batch. Robot
+reports drive the utility accounting and the final status.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from llm_planner.catalog.exec_model import ExecModel, load_exec_model, validate_stat
+from llm_planner.catalog.grammar import plan_grammar
+from llm_planner.catalog.skills import SkillSet, load_skill_set
+from llm_planner.dispatch.dispatcher import Dispatcher, RobotWork
+from llm_planner.dispatch.robot_port import RobotPort
+from llm_planner.domain.clock import Clock
+from llm_planner.domain.tasks import (
+    DispatchedSegment,
+    StatusUpdate,
+    TaskRecord,
+    TaskRequest,
+    TaskState,
+)
+from llm_planner.engine.base import Engine, EngineError, GenerationRequest, TokenOutput
+from llm_planner.planning.intake import instruction_problem
+from llm_planner.planning.segmenter import Segment, Segmenter, make_segmenter, split_segments
+from llm_planner.sched.batch import BatchController
+from llm_planner.sched.queues import Policy, QueueEntry
+from llm_planner.settings.config import PlannerConfig
+
+# Typical task prompt (scene + instruction) and attended context, for the per-class estimate
+# of a segment's generation time G.
+_TYPICAL_PROMPT_TOKENS = 100
+_TYPICAL_CONTEXT_TOKENS = 1000
+
+
+@dataclass
+class Generation:
+    record: TaskRecord
+    skill_set: SkillSet
+    segmenter: Segmenter
+    request: GenerationRequest
+    robot: RobotWork  # what the robot was sent and when it is expected free
+    in_engine: bool = False
+    run_started_s: float = math.nan
+    seg_tokens: int = 0  # tokens generated since the last segment boundary
+    text_parts: list[str] = field(default_factory=list)
+    deadline_s: float = math.inf  # when the segment being generated is due
+    plan_done: bool = False
+    truncated: bool = False  # the engine stopped the plan at its token limit
+    entry: QueueEntry | None = None  # the scheduling entry of the segment being generated
+
+    @property
+    def task_id(self) -> str:
+        return self.record.request.task_id
+
+
+class Planner:
+    def __init__(self, config: PlannerConfig, policy: Policy, engine: Engine, clock: Clock,
+                 robots: RobotPort, on_status: Callable[[StatusUpdate], None] | None = None) -> None:
+        self.config = config
+        self.policy = policy
+        self.engine = engine
+        self.clock = clock
+        self.robots = robots
+        self.on_status = on_status
+        self.exec_stat = validate_stat(config.exec_estimate)
+        self.dispatcher = Dispatcher(robots, self._on_executing, None if policy.segmented else split_segments)
+        self.queue = policy.make_queue()
+        # vLLM baselines admit greedily and never preempt, as vLLM's FCFS scheduler does.
+        self.batch = BatchController(config.batch, engine, latency_guided=config.batch.latency_guided and policy.suspend,
+                                     preemptive=policy.suspend)
+        self.records: dict[str, TaskRecord] = {}
+        # (robot type, skill, numeric argument, seconds) of every executed call, for refits
+        self.exec_samples: list[tuple[str, str, float | None, float]] = []
+        self._gens: dict[str, Generation] = {}
+        self._types: dict[str, tuple[SkillSet, ExecModel]] = {}
+        self._gen_time: dict[tuple[str, bool], float] = {}
+        # Per skill set, the shared part of every generation request (prompt text, chat turns,
+        # grammar), built once; a task's request adds its own id, instruction and plan.
+        self._prompts: dict[str, GenerationRequest] = {}
+        for name, rt in config.robot_types.items():
+            skill_set = load_skill_set(rt.skill_set)
+            model = load_exec_model(rt.exec_model)
+            if model.spec.skill_set != skill_set.name:
+                raise ValueError(f"robot type {name}: exec model {rt.exec_model} is for skill set "
+                                 f"{model.spec.skill_set}, not {skill_set.name}")
+            self._types[name] = (skill_set, model)
+            if skill_set.name not in self._prompts:
+                self._prompts[skill_set.name] = GenerationRequest(
+                    f"warm-up/{skill_set.name}", skill_set.name, skill_set.prompt(), "warm-up", forced_output="",
+                    chat_prefix=skill_set.chat_prefix(), grammar=plan_grammar(skill_set))
+            for first in (True, False):
+                self._gen_time.setdefault((skill_set.name, first), self._estimate_gen_time(skill_set, first))
+
+    # ----------------------------------------------------------------- estimates
+    def _estimate_gen_time(self, skill_set: SkillSet, first: bool) -> float:
+        """G: l_max tokens at batch 1 (+ the prompt's prefill for a first segment)."""
+        step = self.engine.predict_step_s(1, _TYPICAL_CONTEXT_TOKENS)
+        prefill = self.engine.predict_step_s(1, _TYPICAL_CONTEXT_TOKENS, _TYPICAL_PROMPT_TOKENS) - step if first else 0.0
+        return round(prefill + skill_set.segment_tokens * step, 6)
+
+    def robot_models(self, task_id: str) -> tuple[SkillSet, ExecModel]:
+        return self._types[self.records[task_id].request.robot_type]
+
+    # ----------------------------------------------------------------- intake
+    def submit(self, request: TaskRequest) -> TaskRecord:
+        """Accept a task (QUEUED) or reject it with a reason (REJECTED); never drops it."""
+        if request.task_id in self.records:
+            self._publish(StatusUpdate(request.task_id, request.robot_id, TaskState.REJECTED, self.clock.now(),
+                                       message=f"duplicate task_id {request.task_id!r}"))
+            return self.records[request.task_id]
+        record = TaskRecord(request)
+        self.records[request.task_id] = record
+        reason = self._rejection_reason(request)
+        if reason:
+            self._finish_record(record, TaskState.REJECTED, reason)
+            return record
+        skill_set, model = self._types[request.robot_type]
+        gen = Generation(record, skill_set, make_segmenter(skill_set), self._generation_request(request),
+                         RobotWork(model, self.exec_stat))
+        self._gens[request.task_id] = gen
+        self._enqueue(gen, first=True)
+        self._emit(record, TaskState.QUEUED)
+        return record
+
+    def _generation_request(self, request: TaskRequest) -> GenerationRequest:
+        skill_set, _ = self._types[request.robot_type]
+        return dataclasses.replace(self._prompts[skill_set.name], gen_id=request.task_id, prompt=request.instruction,
+                                   forced_output=request.forced_plan)
+
+    def warm_up(self) -> None:
+        """Have the engine cache every configured skill set's shared prompt before tasks come."""
+        self.engine.warm_up(list(self._prompts.values()))
+
+    def reject(self, task_id: str, robot_id: str, reason: str) -> None:
+        """A task refused before it became a request (bad fields): REJECTED with the reason."""
+        self._publish(StatusUpdate(task_id, robot_id, TaskState.REJECTED, self.clock.now(), message=reason))
+
+    def _rejection_reason(self, r: TaskRequest) -> str:
+        if r.robot_type not in self._types:
+            return f"unknown robot type {r.robot_type!r}"
+        problem = instruction_problem(r.instruction)
+        if problem:
+            return problem
+        if not math.isfinite(r.arrival_s):
+            return "arrival time is not finite"
+        if self.engine.needs_recorded_plan and r.forced_plan is None:
+            return "no recorded plan for this instruction (the sim engine replays recorded plans)"
+        return ""
+
+    def _enqueue(self, gen: Generation, first: bool) -> None:
+        self.queue.push(self._next_entry(gen, first))
+
+    def _next_entry(self, gen: Generation, first: bool) -> QueueEntry:
+        """The scheduling entry of the segment the generation works on next."""
+        req = gen.record.request
+        entry = QueueEntry(
+            gen_id=req.task_id,
+            tuf=req.tuf if first else req.tuf.resumed(),
+            ref_s=req.arrival_s if first else gen.robot.free_s,
+            gen_time_s=self._gen_time[(gen.skill_set.name, first)],
+            arrival_s=req.arrival_s,
+            first_deadline_s=req.arrival_s + req.tuf.ert_s,
+        )
+        gen.deadline_s = entry.deadline_s
+        gen.entry = entry
+        return entry
+
+    def _robot_would_starve(self, gen: Generation, now: float) -> bool:
+        """True if the robot will finish its dispatched work before the next segment could be
+        resumed and generated at the current batch size. Suspending then only leaves the robot
+        idle (a slow engine, or quick calls), so the generation stays in the batch."""
+        running = self.engine.running
+        context = sum(self.engine.context_tokens(g) for g in running)
+        step = self.engine.predict_step_s(len(running), context)
+        next_segment = self.engine.predict_step_s(len(running), context, resumes=1) \
+            + (gen.skill_set.segment_tokens - 1) * step
+        return gen.robot.free_s - now <= next_segment
+
+    # ----------------------------------------------------------------- engine loop
+    @property
+    def busy(self) -> bool:
+        return bool(self.queue) or bool(self.engine.running)
+
+    def step(self) -> bool:
+        """One engine iteration; False when there was nothing to run."""
+        now = self.clock.now()
+        self._admit(now)
+        if not self.engine.running:
+            return False
+        result = self.engine.step()
+        now = self.clock.now()
+        for out in result.outputs:
+            gen = self._gens.get(out.gen_id)
+            if gen is not None:
+                self._on_token(gen, out, now)
+        return True
+
+    def _admit(self, now: float) -> None:
+        running = [self._gens[g] for g in self.engine.running]
+        admitted, preempted = self.batch.select(self.queue, running, self._gens, now)
+        for gen in preempted:
+            self.engine.suspend(gen.task_id)
+            self._end_run(gen, now)
+            self.queue.push(gen.entry)  # same segment, same deadline; resumes where it stopped
+            self._emit(gen.record, TaskState.SUSPENDED, segment_index=len(gen.record.segments),
+                       message="preempted by a higher-priority generation")
+        for entry in admitted:
+            gen = self._gens[entry.gen_id]
+            # Inside an engine that orders work itself (vLLM), earliest deadline first for the
+            # suspending policies; arrival order (the same urgency for all) for the vLLM baselines.
+            urgency = -entry.deadline_s if self.policy.suspend and math.isfinite(entry.deadline_s) else 0.0
+            try:
+                if gen.in_engine:
+                    self.engine.resume(gen.task_id, urgency)
+                else:
+                    self.engine.add(gen.request, urgency)
+                    gen.in_engine = True
+            except EngineError as exc:
+                self._finish(gen, TaskState.FAILED, f"engine error: {exc}")
+                continue
+            gen.run_started_s = now
+            self._emit(gen.record, TaskState.GENERATING, segment_index=len(gen.record.segments))
+
+    def _on_token(self, gen: Generation, out: TokenOutput, now: float) -> None:
+        record = gen.record
+        if math.isnan(record.first_token_s):
+            record.first_token_s = now
+        gen.text_parts.append(out.text)
+        gen.seg_tokens += 1
+        segments = gen.segmenter.feed(out.text) if self.policy.segmented else []
+        if out.finished:
+            gen.plan_done = True
+            gen.truncated = out.truncated
+            record.plan = "".join(gen.text_parts)
+            record.plan_done_s = now
+            self._end_run(gen, now)
+            self.engine.release(gen.task_id)
+            gen.in_engine = False
+            if self.policy.segmented:
+                tail = gen.segmenter.flush()
+                if tail is not None:
+                    segments.append(tail)
+            else:
+                segments = [Segment(0, record.plan, gen.skill_set.find_calls(record.plan))]
+        for i, segment in enumerate(segments):
+            self._dispatch(gen, segment, out.finished and i == len(segments) - 1, now)
+        if out.finished:
+            self._maybe_complete(gen)
+        elif segments:
+            gen.seg_tokens = 0
+            entry = self._next_entry(gen, first=False)  # the next segment is due when the robot is free
+            # Suspend, unless that would only leave the robot idle: then it keeps generating.
+            if self.policy.suspend and not self._robot_would_starve(gen, now):
+                self.engine.suspend(gen.task_id)
+                self._end_run(gen, now)
+                self.queue.push(entry)
+                self._emit(record, TaskState.SUSPENDED, segment_index=len(record.segments))
+
+    def _end_run(self, gen: Generation, now: float) -> None:
+        if not math.isnan(gen.run_started_s):
+            gen.record.gen_intervals.append((gen.run_started_s, now))
+            gen.run_started_s = math.nan
+
+    def _dispatch(self, gen: Generation, segment: Segment, last: bool, now: float) -> None:
+        self.dispatcher.send(gen.record, gen.skill_set, gen.robot, segment, last, now)
+
+    def _on_executing(self, record: TaskRecord, segment: DispatchedSegment) -> None:
+        self._emit(record, TaskState.EXECUTING, segment_index=segment.index, segment_text=segment.text)
+
+    # ----------------------------------------------------------------- robot reports
+    def segment_started(self, task_id: str, index: int, t: float) -> None:
+        gen = self._gens.get(task_id)
+        if gen is None or index >= len(gen.record.segments):
+            return
+        if self.dispatcher.started(gen.record, gen.robot, index, t):
+            self._refresh_queued(gen)
+
+    def segment_finished(self, task_id: str, index: int, success: bool, call_times_s: list[float],
+                         message: str, t: float) -> None:
+        gen = self._gens.get(task_id)
+        if gen is None or index >= len(gen.record.segments):
+            return  # task already terminal (canceled/failed): late reports are ignored
+        robot_free_moved = self.dispatcher.finished(gen.record, gen.robot, index, call_times_s, t)
+        segment = gen.record.segments[index]
+        if not success:
+            self._finish(gen, TaskState.FAILED, f"robot failed segment {index}: {message or 'no reason given'}")
+            return
+        gen.record.account_segment(segment)
+        robot_type = gen.record.request.robot_type
+        for call, seconds in zip(segment.calls, call_times_s):
+            self.exec_samples.append((robot_type, call.skill, call.number, seconds))
+        if robot_free_moved:
+            self._refresh_queued(gen)
+        self._maybe_complete(gen)
+
+    def _refresh_queued(self, gen: Generation) -> None:
+        if gen.task_id in self.queue and gen.record.segments:
+            self._enqueue(gen, first=False)
+
+    def _maybe_complete(self, gen: Generation) -> None:
+        if not gen.plan_done or gen.robot.outstanding > 0:
+            return
+        cut = " (the plan was cut at the engine's token limit)" if gen.truncated else ""
+        if gen.robot.calls == 0:
+            self._finish(gen, TaskState.FAILED, "the plan holds no executable skill call" + cut)
+        else:
+            self._finish(gen, TaskState.SUCCEEDED, "all segments executed" + cut)
+
+    # ----------------------------------------------------------------- endings
+    def cancel(self, task_id: str, reason: str = "canceled") -> bool:
+        gen = self._gens.get(task_id)
+        if gen is None:
+            return False
+        self._finish(gen, TaskState.CANCELED, reason)
+        return True
+
+    def _finish(self, gen: Generation, state: TaskState, message: str) -> None:
+        self.queue.remove(gen.task_id)
+        if gen.in_engine:
+            self.engine.release(gen.task_id)
+            gen.in_engine = False
+        self._end_run(gen, self.clock.now())
+        if state != TaskState.SUCCEEDED:
+            self.dispatcher.cancel(gen.record, gen.robot)
+        del self._gens[gen.task_id]
+        self._finish_record(gen.record, state, message)
+
+    def _finish_record(self, record: TaskRecord, state: TaskState, message: str) -> None:
+        record.message = message
+        record.finished_s = self.clock.now()
+        self._emit(record, state, message=message, segment_index=len(record.segments))
+
+    def _emit(self, record: TaskRecord, state: TaskState, **fields) -> None:
+        record.state = state
+        if state.terminal and record.units_executed:
+            fields.update(response_time_s=record.response_time_s, waiting_time_s=record.waiting_time_s,
+                          utility=record.utility)
+        req = record.request
+        self._publish(StatusUpdate(req.task_id, req.robot_id, state, self.clock.now(), **fields))
+
+    def _publish(self, update: StatusUpdate) -> None:
+        if self.on_status is not None:
+            self.on_status(update)
+
+    @property
+    def active_tasks(self) -> int:
+        return len(self._gens)

@@ -1,0 +1,178 @@
+"""LRTrace over ROS 2: replay a workload's tasks to a running fleet at their arrival times,
+record /llm_planner/tasks and /llm_planner/status to MCAP (ros2msg schemas, CDR, readable by
+standard MCAP/rosbag2 tools), and rebuild task records from a recording for `report`."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable
+
+from llm_planner.catalog.skills import load_skill_set
+from llm_planner.domain.tasks import TaskRecord, TaskRequest, TaskState
+from llm_planner.domain.tuf import Tuf
+from llm_planner.lrtrace.formats import Trace, TraceSet, Workload
+from llm_planner.lrtrace.simulate import check_workload
+from llm_planner.planning.segmenter import split_segments
+from llm_planner.settings.config import PlannerConfig
+from llm_planner.settings.paths import data_path
+
+TASKS_TOPIC = "/llm_planner/tasks"
+STATUS_TOPIC = "/llm_planner/status"
+_SEPARATOR = "=" * 80
+_TIME_DEF = "int32 sec\nuint32 nanosec\n"
+
+
+def _msg_text(name: str) -> str:
+    root = Path(__file__).resolve().parents[2] / "interfaces" / "llm_planner_interfaces" / "msg"
+    if not root.is_dir():
+        from ament_index_python.packages import get_package_share_directory
+
+        root = Path(get_package_share_directory("llm_planner_interfaces")) / "msg"
+    return (root / f"{name}.msg").read_text()
+
+
+def schemas() -> dict[str, tuple[str, str]]:
+    """topic -> (ROS type name, ros2msg definition with dependencies, rosbag2's MCAP layout)."""
+    status = _msg_text("TaskStatus") + f"\n{_SEPARATOR}\nMSG: builtin_interfaces/Time\n{_TIME_DEF}"
+    return {TASKS_TOPIC: ("llm_planner_interfaces/msg/Task", _msg_text("Task")),
+            STATUS_TOPIC: ("llm_planner_interfaces/msg/TaskStatus", status)}
+
+
+def job_urgency(trace: Trace, config: PlannerConfig) -> int:
+    names = [lvl.name for lvl in config.urgency_levels]
+    return names.index(trace.urgency) if trace.urgency in names else 0
+
+
+def agent_types(workload: Workload, traces: TraceSet) -> dict[str, str]:
+    by_id = traces.by_id()
+    return {f"agent{j.agent:02d}": by_id[j.trace_id].robot_type for j in workload.jobs}
+
+
+class Recorder:
+    """Subscribes to the planner's topics and writes every message, serialized, to MCAP."""
+
+    def __init__(self, node, path: str | Path) -> None:
+        from llm_planner_interfaces.msg import Task, TaskStatus
+        from mcap.writer import Writer
+
+        from llm_planner.ros.qos import TOPIC
+
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "wb")
+        self._writer = Writer(self._file)
+        self._writer.start(profile="ros2", library="llm_planner lrtrace")
+        self._lock = threading.Lock()
+        self._channels = {}
+        self.count = 0
+        for topic, (type_name, definition) in schemas().items():
+            schema = self._writer.register_schema(type_name, "ros2msg", definition.encode())
+            self._channels[topic] = self._writer.register_channel(topic, "cdr", schema)
+        self._subs = [node.create_subscription(Task, TASKS_TOPIC, lambda d: self._write(TASKS_TOPIC, d), TOPIC, raw=True),
+                      node.create_subscription(TaskStatus, STATUS_TOPIC, lambda d: self._write(STATUS_TOPIC, d), TOPIC,
+                                               raw=True)]
+
+    def _write(self, topic: str, data: bytes) -> None:
+        now = time.time_ns()
+        with self._lock:
+            if self._writer is not None:
+                self._writer.add_message(self._channels[topic], log_time=now, data=data, publish_time=now)
+                self.count += 1
+
+    def close(self) -> None:
+        with self._lock:
+            if self._writer is not None:
+                self._writer.finish()
+                self._file.close()
+                self._writer = None
+
+
+def read_recording(path: str | Path) -> tuple[list, list]:
+    """(tasks, statuses) as decoded messages with their log time in seconds, in order."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    tasks, statuses = [], []
+    with open(path, "rb") as fh:
+        reader = make_reader(fh, decoder_factories=[DecoderFactory()])
+        for _, channel, message, decoded in reader.iter_decoded_messages(topics=[TASKS_TOPIC, STATUS_TOPIC]):
+            target = tasks if channel.topic == TASKS_TOPIC else statuses
+            target.append((message.log_time / 1e9, decoded))
+    return tasks, statuses
+
+
+def records_from_recording(path: str | Path, config: PlannerConfig, traces: TraceSet | None = None) -> list[TaskRecord]:
+    """Task records (the inputs of the metrics) rebuilt from recorded tasks and statuses.
+    The maximum utility counts the units of the plan the planner sent (its EXECUTING
+    segments), split by the robot type's skill set (from the trace the instruction matches)."""
+    tasks, statuses = read_recording(path)
+    by_text = {t.instruction.strip(): t for t in (traces.traces if traces else [])}
+    sent: dict[str, list[str]] = defaultdict(list)
+    final: dict[str, object] = {}
+    arrival: dict[str, float] = {}
+    for t, msg in statuses:
+        if msg.state == TaskState.QUEUED:
+            arrival.setdefault(msg.task_id, t)
+        if msg.state == TaskState.EXECUTING:
+            sent[msg.task_id].append(msg.segment_text)
+        if msg.state >= TaskState.SUCCEEDED and msg.task_id not in final:
+            final[msg.task_id] = msg
+    records = []
+    for t, task in tasks:
+        if not task.task_id or task.task_id not in final:
+            continue
+        trace = by_text.get(task.instruction.strip())
+        robot_type = trace.robot_type if trace else next(iter(config.robot_types))
+        level = config.urgency_levels[task.urgency] if task.urgency < len(config.urgency_levels) else config.urgency_levels[0]
+        tuf = Tuf(task.beta, task.ert_s, task.cutoff_s) if task.beta > 0 else level.tuf
+        request = TaskRequest(task.task_id, task.robot_id, robot_type, task.instruction, level.name, tuf,
+                              arrival.get(task.task_id, t), trace.plan if trace else None,
+                              trace.name if trace else "")
+        msg = final[task.task_id]
+        skill_set = load_skill_set(config.robot_type(robot_type).skill_set)
+        units = sum(1 for s in split_segments(skill_set, "".join(sent[task.task_id])) if s.calls)
+        record = TaskRecord(request, state=TaskState(msg.state), message=msg.message, plan="".join(sent[task.task_id]))
+        record.utility = 0.0 if math.isnan(msg.utility) else msg.utility
+        record.response_time_s = msg.response_time_s
+        record.waiting_time_s = 0.0 if math.isnan(msg.waiting_time_s) else msg.waiting_time_s
+        record.units_executed = units if msg.state == TaskState.SUCCEEDED else 0
+        record.max_utility = units * tuf.beta
+        records.append(record)
+    return records
+
+
+def replay(client, workload: Workload, traces: TraceSet, config: PlannerConfig, speed: float = 1.0,
+           progress: Callable[[int, int], None] | None = None, grace_s: float = 60.0) -> bool:
+    """Publish each job at its arrival time (divided by `speed`) and wait until every task
+    has a terminal status (or `grace_s` after the last arrival). True if all ended."""
+    by_id = check_workload(workload, traces, config)
+    jobs = sorted(workload.jobs, key=lambda j: j.arrival_s)
+    ids = [f"job{j.job_id}" for j in jobs]
+    start = time.monotonic()
+    for n, job in enumerate(jobs):
+        delay = start + job.arrival_s / speed - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        trace = by_id[job.trace_id]
+        beta, ert, cutoff = job.tuf or trace.tuf or (0.0, 0.0, 0.0)
+        client.publish(f"job{job.job_id}", f"agent{job.agent:02d}", trace.instruction,
+                       job_urgency(trace, config), beta, ert, cutoff)
+        if progress:
+            progress(sum(client.terminal(i) is not None for i in ids), n + 1)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        done = sum(client.terminal(i) is not None for i in ids)
+        if progress:
+            progress(done, len(ids))
+        if done == len(ids):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def default_traces() -> Path:
+    return data_path("config", "traces", "timely_tasks.yaml")

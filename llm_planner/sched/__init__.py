@@ -1,0 +1,1 @@
+"""Who generates next: ready queues, priority (higher is more urgent), policies, the batch controller."""

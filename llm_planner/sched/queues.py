@@ -1,0 +1,203 @@
+"""Scheduling policies and their ready queues.
+
+A ready queue holds the generations waiting for their next segment and answers "which one
+next?" at a given time without rebuilding or re-sorting itself:
+
+- StaticQueue (fcfs, edf, vllm, vllm-stream): the key never changes, a sorted list.
+- PudQueue (timely): PUD priority changes with time, but within one class of entries that
+  share TUF and estimated generation time G, the order is fixed by the latest full-utility
+  start D = ref + ERT - G: on-time entries (D > now) rank by smallest D, late ones by largest D
+  (least decayed). So each class is a list sorted by D and only the entries next to `now`
+  (plus the oldest, for ties at zero utility) can be best: O(classes x log n) per decision.
+
+Ties in priority go to the earlier deadline, then to the earlier entry.
+"""
+
+from __future__ import annotations
+
+import itertools
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from sortedcontainers import SortedKeyList
+
+from llm_planner.domain.policy import PolicyName
+from llm_planner.domain.tuf import MIN_SLACK_S, Tuf, latest_start, pud_from_latest_start
+
+_seq = itertools.count()
+
+
+@dataclass(frozen=True, slots=True)
+class QueueEntry:
+    gen_id: str
+    tuf: Tuf  # TUF_0 for the first segment, TUF_1 for resumed ones
+    ref_s: float  # arrival, or the estimated end of the previous segment's execution
+    gen_time_s: float  # estimated generation time G of the segment
+    arrival_s: float  # the task's arrival
+    first_deadline_s: float  # arrival + ERT of the task's TUF_0
+    seq: int = field(default_factory=lambda: next(_seq))
+
+    @property
+    def deadline_s(self) -> float:
+        return self.ref_s + self.tuf.ert_s
+
+    @property
+    def latest_start_s(self) -> float:
+        return latest_start(self.tuf, self.ref_s, self.gen_time_s)
+
+
+class ReadyQueue(ABC):
+    def __init__(self) -> None:
+        self._entries: dict[str, QueueEntry] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, gen_id: str) -> bool:
+        return gen_id in self._entries
+
+    def get(self, gen_id: str) -> QueueEntry | None:
+        return self._entries.get(gen_id)
+
+    def push(self, entry: QueueEntry) -> None:
+        if entry.gen_id in self._entries:
+            self.remove(entry.gen_id)
+        self._entries[entry.gen_id] = entry
+        self._insert(entry)
+
+    def remove(self, gen_id: str) -> QueueEntry | None:
+        entry = self._entries.pop(gen_id, None)
+        if entry is not None:
+            self._discard(entry)
+        return entry
+
+    def pop_best(self, now_s: float) -> QueueEntry | None:
+        entry = self.best(now_s)
+        if entry is not None:
+            self.remove(entry.gen_id)
+        return entry
+
+    @abstractmethod
+    def best(self, now_s: float) -> QueueEntry | None: ...
+
+    @abstractmethod
+    def priority(self, entry: QueueEntry, now_s: float) -> float:
+        """Larger runs first."""
+
+    @abstractmethod
+    def _insert(self, entry: QueueEntry) -> None: ...
+
+    @abstractmethod
+    def _discard(self, entry: QueueEntry) -> None: ...
+
+
+class StaticQueue(ReadyQueue):
+    """Priority fixed at push time: by arrival (FCFS) or by first deadline (EDF)."""
+
+    def __init__(self, by: str) -> None:
+        super().__init__()
+        if by not in ("arrival", "first_deadline"):
+            raise ValueError(f"unknown static key {by!r}")
+        attr = "arrival_s" if by == "arrival" else "first_deadline_s"
+        self._key = lambda e: (getattr(e, attr), e.seq)
+        self._sorted = SortedKeyList(key=self._key)
+
+    def _insert(self, entry: QueueEntry) -> None:
+        self._sorted.add(entry)
+
+    def _discard(self, entry: QueueEntry) -> None:
+        self._sorted.remove(entry)
+
+    def best(self, now_s: float) -> QueueEntry | None:
+        return self._sorted[0] if self._sorted else None
+
+    def priority(self, entry: QueueEntry, now_s: float) -> float:
+        return -self._key(entry)[0]
+
+
+def rank(priority: float, entry: QueueEntry) -> tuple[float, float, int]:
+    """Sort key: higher priority, then earlier deadline, then earlier entry."""
+    return (-priority, entry.deadline_s, entry.seq)
+
+
+class PudQueue(ReadyQueue):
+    """TimelyLLM's PUD order, exact, without re-evaluating every entry (see module doc)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._classes: dict[tuple, SortedKeyList] = {}
+
+    @staticmethod
+    def _class_key(entry: QueueEntry) -> tuple:
+        return (entry.tuf.beta, entry.tuf.ert_s, entry.tuf.cutoff_s, entry.gen_time_s)
+
+    def _insert(self, entry: QueueEntry) -> None:
+        key = self._class_key(entry)
+        members = self._classes.get(key)
+        if members is None:
+            members = self._classes[key] = SortedKeyList(key=lambda e: (e.latest_start_s, e.seq))
+        members.add(entry)
+
+    def _discard(self, entry: QueueEntry) -> None:
+        key = self._class_key(entry)
+        members = self._classes[key]
+        members.remove(entry)
+        if not members:
+            del self._classes[key]
+
+    def priority(self, entry: QueueEntry, now_s: float) -> float:
+        return pud_from_latest_start(entry.tuf, entry.latest_start_s, entry.gen_time_s, now_s)
+
+    def best(self, now_s: float) -> QueueEntry | None:
+        best_entry, best_rank = None, None
+        for members in self._classes.values():
+            n = len(members)
+            on_time = members.bisect_key_right((now_s + MIN_SLACK_S, float("inf")))
+            plateau = members.bisect_key_left((now_s, -1))
+            candidates = {0, on_time - 1, on_time, on_time + 1, plateau - 1, plateau, plateau + 1}
+            if 0 < plateau <= n:
+                # The least-decayed late entry: the first of those sharing the largest D < now.
+                candidates.add(members.bisect_key_left((members[plateau - 1].latest_start_s, -1)))
+            for i in candidates:
+                if 0 <= i < n:
+                    entry = members[i]
+                    entry_rank = rank(self.priority(entry, now_s), entry)
+                    if best_rank is None or entry_rank < best_rank:
+                        best_entry, best_rank = entry, entry_rank
+        return best_entry
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: PolicyName
+    segmented: bool  # segments go to the robot as soon as they are generated
+    suspend: bool  # the generation pauses after each segment and is re-queued
+    queue_kind: str  # pud | arrival | first_deadline
+    description: str
+
+    def make_queue(self) -> ReadyQueue:
+        if self.queue_kind == "pud":
+            return PudQueue()
+        return StaticQueue(self.queue_kind)
+
+
+POLICIES: dict[PolicyName, Policy] = {p.name: p for p in (
+    Policy(PolicyName.TIMELY, True, True, "pud",
+           "segmented generation, PUD priority (TUF_0 first segment, TUF_1 resumed)"),
+    Policy(PolicyName.FCFS, True, True, "arrival",
+           "segmented generation, first-come-first-served, first segment's priority kept"),
+    Policy(PolicyName.EDF, True, True, "first_deadline",
+           "segmented generation, earliest first deadline, first segment's priority kept"),
+    Policy(PolicyName.VLLM, False, False, "arrival",
+           "FCFS continuous batching; the whole plan is generated, then executed"),
+    Policy(PolicyName.VLLM_STREAM, True, False, "arrival",
+           "FCFS continuous batching; each skill is sent when generated, no pausing"),
+)}
+assert set(POLICIES) == set(PolicyName), "every policy name has a policy"
+
+
+def get_policy(name: str) -> Policy:
+    try:
+        return POLICIES[PolicyName(name)]
+    except ValueError:
+        raise ValueError(f"unknown policy {name!r}; choose from {', '.join(POLICIES)}") from None

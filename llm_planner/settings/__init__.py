@@ -1,0 +1,1 @@
+"""Configuration: planner parameters, the fleet file, where data and caches live."""

@@ -1,0 +1,130 @@
+"""Planner configuration (config/planner.yaml), validated with pydantic so that a bad file
+fails at start with the offending field named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from llm_planner.domain.policy import PolicyName
+from llm_planner.domain.tuf import Tuf
+from llm_planner.settings.paths import data_path
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class UrgencyLevel(_Strict):
+    name: str
+    beta: float
+    ert_s: float
+    cutoff_s: float
+
+    @model_validator(mode="after")
+    def _valid_tuf(self) -> UrgencyLevel:
+        try:
+            self.tuf
+        except ValueError as exc:
+            raise ValueError(f"urgency level {self.name!r}: {exc}") from None
+        return self
+
+    @property
+    def tuf(self) -> Tuf:
+        return Tuf(self.beta, self.ert_s, self.cutoff_s)
+
+
+class RobotTypeConfig(_Strict):
+    skill_set: str
+    exec_model: str
+
+
+class BatchConfig(_Strict):
+    max_batch_size: int = Field(default=32, ge=1)
+    # TimelyLLM 4.4: only admit while the most urgent running segment keeps its slack.
+    latency_guided: bool = True
+
+
+class VllmConfig(_Strict):
+    """The real engine. `engine_args` go to vllm.EngineArgs unchanged (dtype, max_model_len,
+    block_size, kv_cache_memory_bytes, tensor_parallel_size, pipeline_parallel_size, ...)."""
+
+    model: str = "smollm2-135m-instruct"  # the bundled default, or a local HF model folder
+    engine_profile: str = "auto"  # timing predictions: this machine's profile, or a profile's name
+    constrained: bool = True  # decode only plans in the skill set's grammar
+    max_plan_tokens: int = Field(default=96, gt=0)
+    engine_args: dict[str, Any] = {}
+    # vllm.SamplingParams fields. Greedy by default; a repetition penalty counts prompt and
+    # output tokens together, so a resumed generation (plan so far in its prompt) continues
+    # exactly as an uninterrupted one would (output-only penalties would not).
+    sampling: dict[str, Any] = {"temperature": 0.0}
+
+
+class PlannerConfig(_Strict):
+    policy: PolicyName = PolicyName.TIMELY
+    engine: Literal["sim", "vllm"] = "sim"
+    engine_profile: str = "llama3-8b-fp16-rtx4090"
+    tokenizer: str = "smollm2-135m-instruct"
+    # Statistic of the exec-time model used to predict when a robot finishes a segment;
+    # the minimum (paper's choice) makes the next segment early rather than late.
+    exec_estimate: str = "min"
+    urgency_levels: list[UrgencyLevel]
+    robot_types: dict[str, RobotTypeConfig]
+    batch: BatchConfig = BatchConfig()
+    vllm: VllmConfig = VllmConfig()
+
+    @model_validator(mode="after")
+    def _unique_levels(self) -> PlannerConfig:
+        names = [lvl.name for lvl in self.urgency_levels]
+        if not names:
+            raise ValueError("at least one urgency level is required")
+        if len(set(names)) != len(names):
+            raise ValueError(f"urgency level names must be unique: {names}")
+        return self
+
+    def level(self, index_or_name: int | str) -> UrgencyLevel:
+        if isinstance(index_or_name, int):
+            if not 0 <= index_or_name < len(self.urgency_levels):
+                raise ValueError(
+                    f"urgency {index_or_name} out of range 0..{len(self.urgency_levels) - 1}"
+                )
+            return self.urgency_levels[index_or_name]
+        for lvl in self.urgency_levels:
+            if lvl.name == index_or_name:
+                return lvl
+        raise ValueError(f"unknown urgency level {index_or_name!r}")
+
+    def level_for_tuf(self, tuf: Tuf, tolerance: float = 1e-6) -> str | None:
+        """The configured level whose (beta, ERT, cutoff) equals this TUF, if any."""
+        for lvl in self.urgency_levels:
+            if all(abs(a - b) <= tolerance for a, b in zip(lvl.tuf.as_triple(), tuf.as_triple())):
+                return lvl.name
+        return None
+
+    def robot_type(self, name: str) -> RobotTypeConfig:
+        try:
+            return self.robot_types[name]
+        except KeyError:
+            raise ValueError(f"unknown robot type {name!r}; configured: {sorted(self.robot_types)}") from None
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def load_planner_config(path: str | Path | None = None, **overrides) -> PlannerConfig:
+    path = Path(path) if path else data_path("config", "planner.yaml")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"planner config not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"planner config {path} is not valid YAML: {exc}") from None
+    raw.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return PlannerConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid planner config {path}:\n{exc}") from None

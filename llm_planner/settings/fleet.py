@@ -1,0 +1,80 @@
+"""Fleet configuration (config/fleet.yaml): which robots exist, their type and backend."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from llm_planner.settings.config import ConfigError
+from llm_planner.settings.paths import data_path
+
+# ROS 2 names: the robot id becomes a namespace (`/<id>/execute_segment`).
+_ROBOT_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+class RobotConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    type: str  # a robot type of config/planner.yaml
+    backend: Literal["sim", "tello"] = "sim"
+    # backend options: sim -> seed, time_scale, fail_on, stall_on; tello -> host, port,
+    # takeoff, scene (see llm_planner/robots/backends.py)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        if not _ROBOT_ID.match(value):
+            raise ValueError(f"robot id {value!r} must start with a letter and hold only letters, digits and _")
+        return value
+
+
+class FleetConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    robots: list[RobotConfig] = Field(min_length=1)
+    # A dispatched segment that gets no result within this long (plus its estimated worst-case
+    # execution time) fails its task.
+    robot_timeout_s: float = Field(default=10.0, gt=0)
+
+    @model_validator(mode="after")
+    def _unique(self) -> FleetConfig:
+        ids = [r.id for r in self.robots]
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        if dup:
+            raise ValueError(f"duplicate robot ids: {dup}")
+        return self
+
+    def robot(self, robot_id: str) -> RobotConfig | None:
+        return next((r for r in self.robots if r.id == robot_id), None)
+
+    def check_types(self, robot_types: dict) -> None:
+        unknown = sorted({r.type for r in self.robots} - set(robot_types))
+        if unknown:
+            raise ConfigError(f"fleet uses robot types {unknown} not in the planner config ({sorted(robot_types)})")
+        bad = [r.id for r in self.robots if r.backend == "tello" and r.type not in ("tello",)]
+        if bad:
+            raise ConfigError(f"robots {bad}: backend 'tello' needs robot type 'tello'")
+
+
+def load_fleet(path: str | Path | None = None) -> FleetConfig:
+    path = Path(path) if path else data_path("config", "fleet.yaml")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"fleet file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"fleet file {path} is not valid YAML: {exc}") from None
+    try:
+        return FleetConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid fleet file {path}:\n{exc}") from None
+
+
+def fleet_for_agents(agent_types: dict[str, str], **options) -> FleetConfig:
+    """A simulated fleet with one robot per workload agent (robot id -> robot type)."""
+    return FleetConfig(robots=[RobotConfig(id=rid, type=rtype, backend="sim", options=dict(options))
+                               for rid, rtype in sorted(agent_types.items())])

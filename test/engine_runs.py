@@ -1,0 +1,60 @@
+"""Drive an engine directly (no planner) over a set of plan requests: for tests and benchmarks
+of the engine itself, e.g. segmented vs unsegmented generation of the same plans."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from llm_planner.catalog.grammar import plan_grammar
+from llm_planner.catalog.skills import load_skill_set
+from llm_planner.engine.base import Engine, GenerationRequest
+from llm_planner.planning.segmenter import make_segmenter
+
+
+@dataclass
+class PlanRun:
+    token_ids: list[int]
+    text: str
+    suspensions: int
+    truncated: bool
+
+
+def plan_request(gen_id: str, skill_set_name: str, task: str, max_tokens: int = 96,
+                 constrained: bool = True) -> GenerationRequest:
+    """A request as the planner makes it (prefix_key = skill set name)."""
+    ss = load_skill_set(skill_set_name)
+    return GenerationRequest(gen_id, ss.name, ss.prompt(), task, chat_prefix=ss.chat_prefix(),
+                             grammar=plan_grammar(ss) if constrained else None, max_tokens=max_tokens)
+
+
+def run_plans(engine: Engine, requests: list[GenerationRequest], segmented: bool,
+              suspend: bool = True) -> tuple[dict[str, PlanRun], float]:
+    """Generate every request to its end, all in one batch; returns the runs and the wall time.
+    Segmented: the segmenter reads every token and, with `suspend`, each generation is
+    suspended at every segment boundary and resumed before the next step (a new vLLM request
+    with prompt + generated ids): the most resumes a plan can have."""
+    segmenters = {r.gen_id: make_segmenter(load_skill_set(r.prefix_key)) for r in requests}
+    texts = {r.gen_id: "" for r in requests}
+    suspensions = {r.gen_id: 0 for r in requests}
+    runs: dict[str, PlanRun] = {}
+    suspended: list[str] = []
+    started = time.perf_counter()
+    for r in requests:
+        engine.add(r)
+    while engine.running or suspended:
+        for gen_id in suspended:
+            engine.resume(gen_id)
+        suspended = []
+        for out in engine.step().outputs:
+            texts[out.gen_id] += out.text
+            boundary = segmenters[out.gen_id].feed(out.text) if segmented else []
+            if out.finished:
+                runs[out.gen_id] = PlanRun(engine.output_ids(out.gen_id), texts[out.gen_id],
+                                           suspensions[out.gen_id], out.truncated)
+                engine.release(out.gen_id)
+            elif boundary and suspend:
+                engine.suspend(out.gen_id)
+                suspensions[out.gen_id] += 1
+                suspended.append(out.gen_id)
+    return runs, time.perf_counter() - started
