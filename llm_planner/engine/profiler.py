@@ -23,7 +23,7 @@ import yaml
 
 from llm_planner.engine.profile import EngineProfile
 
-PREFILL_FIT_MAX_TOKENS = 1024
+PREFILL_FIT_MAX_TOKENS = 512
 
 
 @dataclass
@@ -93,8 +93,14 @@ class EngineProfiler:
 
     def measure_decode(self, batches: list[int], contexts: list[int], steps: int) -> list[tuple[int, int, float]]:
         rows = []
+        capacity = self.engine.kv_capacity_tokens
         for context in contexts:
             for batch in batches:
+                if batch * (context + steps + 4) > capacity:
+                    # vLLM would run only as many as fit: the step would be mislabelled
+                    self.log(f"  decode batch {batch:3d}, context {context:5d}: skipped, "
+                             f"{batch * (context + steps + 4)} tokens do not fit the {capacity}-token KV cache")
+                    continue
                 self.llm.reset_prefix_cache()
                 ids = [self._add(self._tokens(context), steps + 4) for _ in range(batch)]
                 seen: set[str] = set()
@@ -217,8 +223,9 @@ def _nonnegative_lstsq(a: np.ndarray, y: np.ndarray) -> list[float]:
 
 def fit_profile(m: ProfileMeasurements, name: str, model: str, hardware: str,
                 kv_capacity_tokens: int, max_batched_tokens: int, kv_block_size: int) -> EngineProfile:
-    # The planner prefills short prompts cold (a task's own text, a resume's partial block);
-    # attention makes long cold prompts superlinear, so the line is fitted up to 1024 tokens.
+    # The planner prefills short prompts cold (a task's own text: tens to a few hundred tokens;
+    # a resume's partial KV block); attention makes long cold prompts superlinear, so the line
+    # is fitted on those sizes only.
     short = [(n, s) for n, s in m.prefill if n <= PREFILL_FIT_MAX_TOKENS]
     points = short if len(short) >= 2 else m.prefill
     tokens = np.array([n for n, _ in points], dtype=float)
