@@ -170,3 +170,34 @@ def test_empty_task_id_gets_one_assigned(fleet):
     assert wait_until(lambda: assigned() and c.terminal(assigned()[0]) is not None, timeout=30)
     final = c.terminal(assigned()[0])
     assert final.state == final.SUCCEEDED and final.robot_id == "drone1"
+
+
+def test_robot_server_executes_the_goals_calls_not_its_text(fleet):
+    """The planner parsed the segment and sends its calls; the server runs those (feedback
+    names each), and a call that is not one of the robot's skills fails the goal with why."""
+    from llm_planner_interfaces.action import ExecuteSegment
+    from rclpy.action import ActionClient
+
+    client = ActionClient(fleet.client, ExecuteSegment, "/drone1/execute_segment")
+
+    def run(task_id, text, calls):
+        feedback = []
+        sent = client.send_goal_async(
+            ExecuteSegment.Goal(task_id=task_id, segment_index=0, text=text, calls=calls, last=True),
+            feedback_callback=lambda msg: feedback.append(msg.feedback.call))
+        assert wait_until(sent.done, 10) and sent.result().accepted
+        result = sent.result().get_result_async()
+        assert wait_until(result.done, 20)
+        return result.result().result, feedback
+
+    try:
+        assert client.wait_for_server(timeout_sec=10)
+        result, feedback = run("calls-1", "mf(50);", ["tc(30)", "tp()"])
+        assert result.success and len(result.call_times_s) == 2
+        assert wait_until(lambda: len(feedback) == 2, 5) and feedback == ["tc(30)", "tp()"]  # a topic: may lag
+        result, _ = run("calls-2", "tp;", ["zz(1)"])
+        assert not result.success and "is not a call of a minispec_drone skill" in result.message
+        result, feedback = run("calls-3", "tc(30);tp;", [])  # a client that sends only the text
+        assert result.success and wait_until(lambda: len(feedback) == 2, 5) and feedback == ["tc(30)", "tp"]
+    finally:
+        client.destroy()
