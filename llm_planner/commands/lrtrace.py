@@ -75,12 +75,6 @@ def resolve_workload(spec: str, traces_path: str | None, config) -> tuple[str, C
     return preset.name, (lambda seed: compose_preset(preset, seed, traces, means)), traces
 
 
-def _machine() -> str:
-    from llm_planner.engine.cpu import cpu_info
-
-    return cpu_info().describe()
-
-
 def _cut(workload: Workload, duration: float | None) -> Workload:
     """Only the jobs arriving in the first `duration` seconds."""
     if not duration:
@@ -287,14 +281,14 @@ def _pace_to_engine(args, config, workload: Workload, engine) -> tuple[float, fl
     contention instead of a backlog it can never clear. --grace auto waits a minute plus three
     times this machine's engine time for the whole workload's plans."""
     from llm_planner.engine.profile import load_engine_profile
+    from llm_planner.planning.planner import TYPICAL_PROMPT_TOKENS
 
     profile = engine.profile if engine is not None else load_engine_profile(config.engine_profile)
     plans, tokens, batch = len(workload.jobs), config.vllm.max_plan_tokens, config.batch.max_batch_size
-    prompt = 100  # a task's own prompt tokens; its skill set's system prompt is prefix-cached
-    here = profile.generation_s(plans, tokens, prompt, batch)
+    here = profile.generation_s(plans, tokens, TYPICAL_PROMPT_TOKENS, batch)
     speed = args.speed
     if args.pace_engine:
-        reference = load_engine_profile(args.pace_engine).generation_s(plans, tokens, prompt, batch)
+        reference = load_engine_profile(args.pace_engine).generation_s(plans, tokens, TYPICAL_PROMPT_TOKENS, batch)
         slowdown = max(1.0, here / reference)
         speed = args.speed / slowdown
         console.print(f"pace: this machine's engine ({profile.name}) needs {here:.0f} s for the workload's "
@@ -313,11 +307,12 @@ def cmd_replay(args) -> int:
     engine = None
     if config.engine == "vllm" and args.start_fleet:
         from llm_planner.domain.clock import WallClock
+        from llm_planner.engine.cpu import cpu_info
         from llm_planner.engine.factory import make_vllm_engine
 
         console.print(f"starting vLLM with {args.model or config.vllm.model} ...")
         engine = make_vllm_engine(config, WallClock(), args.model)  # shared by the policies' runs
-        console.print(f"engine: {engine.dtype} on {_machine()}, profile {engine.profile_path}")
+        console.print(f"engine: {engine.dtype} on {cpu_info().describe()}, profile {engine.profile_path}")
     args.speed, args.grace = _pace_to_engine(args, config, workload, engine)
     console.print(f"grace for the last tasks: {args.grace:.0f} s")
     out = _stdout()

@@ -22,7 +22,8 @@ def cmd_prepare(args) -> int:
 
 
 def _start_profiling_engine(args):
-    """The configured real engine without the grammar (profiles time the bare engine)."""
+    """The configured real engine without the grammar (profiles time the bare engine), with
+    this machine's profile if it has one."""
     from llm_planner.domain.clock import WallClock
     from llm_planner.engine.factory import make_vllm_engine
     from llm_planner.settings.config import load_planner_config
@@ -30,33 +31,30 @@ def _start_profiling_engine(args):
     config = load_planner_config(args.config)
     config = config.model_copy(update={"vllm": config.vllm.model_copy(update={"constrained": False,
                                                                              "engine_profile": "auto"})})
-    return config, lambda: make_vllm_engine(config, WallClock(), args.model, require_profile=False)
+    return make_vllm_engine(config, WallClock(), args.model, require_profile=False)
 
 
-def _measure_profile(engine, args, quick: bool) -> Path | None:
-    """Measure, fit and write (or print) a profile; print the engine's overhead over the bare model."""
+def _measure_profile(engine, quick: bool, output: Path | None, name: str, model_label: str | None = None,
+                     hardware: str | None = None) -> None:
+    """Measure and fit a profile, print the engine's overhead over the bare model, and write
+    the profile to `output` (None: print it)."""
     from llm_planner.engine.cpu import cpu_info
-    from llm_planner.engine.profile import measured_profiles_dir
     from llm_planner.engine.profiler import EngineProfiler, fit_profile, profile_to_yaml
 
-    profiler = EngineProfiler(engine)
-    measurements = profiler.run(quick=quick)
+    measurements = EngineProfiler(engine).run(quick=quick)
     scheduler = engine.llm.vllm_config.scheduler_config
-    hardware = args.hardware or (f"{cpu_info().describe()}; {engine.dtype}; vllm {engine.vllm_version}; "
-                                 f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
-    name = args.name or engine.profile_key
-    profile = fit_profile(measurements, name, args.model_label or Path(engine.model_dir).name, hardware,
+    hardware = hardware or (f"{cpu_info().describe()}; {engine.dtype}; vllm {engine.vllm_version}; "
+                            f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
+    profile = fit_profile(measurements, name, model_label or Path(engine.model_dir).name, hardware,
                           engine.kv_capacity_tokens, scheduler.max_num_batched_tokens, engine.block_size)
     _print_overhead(measurements, engine)
     text = profile_to_yaml(profile)
-    output = Path(args.output) if args.output else (measured_profiles_dir() / f"{name}.yaml" if args.save else None)
     if output is None:
         print(text)
-        return None
+        return
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text)
     print(f"wrote {output}")
-    return output
 
 
 def _print_overhead(measurements, engine) -> None:
@@ -78,25 +76,27 @@ def _print_overhead(measurements, engine) -> None:
 
 
 def cmd_profile_engine(args) -> int:
-    _, start = _start_profiling_engine(args)
-    _measure_profile(start(), args, args.quick)
+    from llm_planner.engine.profile import measured_profiles_dir
+
+    engine = _start_profiling_engine(args)
+    name = args.name or engine.profile_key
+    output = Path(args.output) if args.output else (measured_profiles_dir() / f"{name}.yaml" if args.save else None)
+    _measure_profile(engine, args.quick, output, name, args.model_label, args.hardware)
     return 0
 
 
 def cmd_check_engine(args) -> int:
     """Set-up's check: does this machine's engine profile describe it? Measures one when there is none."""
     from llm_planner.engine.cpu import cpu_info
+    from llm_planner.engine.profile import measured_profiles_dir
     from llm_planner.engine.profiler import EngineProfiler, check_profile
 
     print(f"CPU: {cpu_info().describe()}")
-    _, start = _start_profiling_engine(args)
-    engine = start()
+    engine = _start_profiling_engine(args)
     print(f"engine: vLLM {engine.dtype}, profile key {engine.profile_key}")
     if engine.profile_path is None:
         print("no engine profile for this model, dtype and CPU class: measuring one (--quick)")
-        args.name = None
-        args.save = True
-        _measure_profile(engine, args, quick=True)
+        _measure_profile(engine, True, measured_profiles_dir() / f"{engine.profile_key}.yaml", engine.profile_key)
         return 0
     check = check_profile(EngineProfiler(engine, log=lambda _: None), engine.profile)
     print(f"profile {engine.profile_path}:")
@@ -149,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="planner config whose vllm section is used (default: config/planner.yaml)")
     p.add_argument("--model", help="local HF model folder (default: the config's vllm.model)")
     p.add_argument("--tolerance", type=float, default=0.3, help="warn above this relative error (default 0.3)")
-    p.set_defaults(func=cmd_check_engine, hardware=None, model_label=None, output=None)
+    p.set_defaults(func=cmd_check_engine)
     p = sub.add_parser("fit", help="refit an execution-time model from recorded (skill, arg, seconds) samples")
     p.add_argument("samples", help="CSV with header skill,arg,seconds (arg may be empty)")
     p.add_argument("--model", required=True, help="base model: a robot type name (exec_models/) or a YAML path")

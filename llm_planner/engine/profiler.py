@@ -197,7 +197,7 @@ def check_profile(profiler: EngineProfiler, profile: EngineProfile) -> ProfileCh
     profile's predictions: about half a minute on a CPU."""
     rows = []
     (n, prefill_s), = profiler.measure_prefill([256], 2)
-    rows.append((f"prefill {n} tokens, cold", prefill_s, profile.decode_base_s + profile.prefill_s_per_token * n))
+    rows.append((f"prefill {n} tokens, cold", prefill_s, profile.step_s(1, n, prefill_tokens=n)))
     for batch, context, step_s in profiler.measure_decode([1, 8], [256], 6):
         rows.append((f"decode step, batch {batch}", step_s, profile.step_s(batch, batch * context)))
     return ProfileCheck(rows)

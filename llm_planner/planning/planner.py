@@ -37,9 +37,9 @@ from llm_planner.sched.batch import BatchController
 from llm_planner.sched.queues import Policy, QueueEntry
 from llm_planner.settings.config import PlannerConfig
 
-# Typical task prompt (scene + instruction) and attended context, for the per-class estimate
-# of a segment's generation time G.
-_TYPICAL_PROMPT_TOKENS = 100
+# Typical task prompt (scene + instruction; its skill set's system prompt is prefix-cached) and
+# attended context, for the per-class estimate of a segment's generation time G.
+TYPICAL_PROMPT_TOKENS = 100
 _TYPICAL_CONTEXT_TOKENS = 1000
 
 
@@ -71,7 +71,6 @@ class Planner:
         self.policy = policy
         self.engine = engine
         self.clock = clock
-        self.robots = robots
         self.on_status = on_status
         self.exec_stat = validate_stat(config.exec_estimate)
         self.dispatcher = Dispatcher(robots, self._on_executing, None if policy.segmented else split_segments)
@@ -106,7 +105,7 @@ class Planner:
     def _estimate_gen_time(self, skill_set: SkillSet, first: bool) -> float:
         """G: l_max tokens at batch 1 (+ the prompt's prefill for a first segment)."""
         step = self.engine.predict_step_s(1, _TYPICAL_CONTEXT_TOKENS)
-        prefill = self.engine.predict_step_s(1, _TYPICAL_CONTEXT_TOKENS, _TYPICAL_PROMPT_TOKENS) - step if first else 0.0
+        prefill = self.engine.predict_step_s(1, _TYPICAL_CONTEXT_TOKENS, TYPICAL_PROMPT_TOKENS) - step if first else 0.0
         return round(prefill + skill_set.segment_tokens * step, 6)
 
     def robot_models(self, task_id: str) -> tuple[SkillSet, ExecModel]:
