@@ -3,12 +3,13 @@ of the engine itself, e.g. segmented vs unsegmented generation of the same plans
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
-from llm_planner.catalog.grammar import plan_grammar
 from llm_planner.catalog.skills import load_skill_set
 from llm_planner.engine.base import Engine, GenerationRequest
+from llm_planner.planning import prompts
 from llm_planner.planning.segmenter import make_segmenter
 
 
@@ -22,10 +23,9 @@ class PlanRun:
 
 def plan_request(gen_id: str, skill_set_name: str, task: str, max_tokens: int = 96,
                  constrained: bool = True) -> GenerationRequest:
-    """A request as the planner makes it (prefix_key = skill set name)."""
-    ss = load_skill_set(skill_set_name)
-    return GenerationRequest(gen_id, ss.name, ss.prompt(), task, chat_prefix=ss.chat_prefix(),
-                             grammar=plan_grammar(ss) if constrained else None, max_tokens=max_tokens)
+    """A request as the planner makes it."""
+    request = prompts.plan_request(gen_id, load_skill_set(skill_set_name), task, max_tokens=max_tokens)
+    return request if constrained else dataclasses.replace(request, grammar=None)
 
 
 def run_plans(engine: Engine, requests: list[GenerationRequest], segmented: bool,

@@ -7,18 +7,21 @@ import pytest
 if not os.environ.get("LLM_PLANNER_REQUIRE_VLLM"):
     pytest.importorskip("xgrammar")
 
-from llm_planner.catalog.grammar import check_plan, plan_grammar
+from llm_planner.catalog.grammar import check_plan, int_range, plan_grammar
 from llm_planner.catalog.skills import load_skill_set
+from llm_planner.lrtrace.load import load_traces
+from llm_planner.settings.config import load_planner_config
+from llm_planner.settings.paths import data_path
 
 SKILL_SETS = ["minispec_drone", "minispec_arm", "python_arm"]
 
 
 @pytest.mark.parametrize("name", SKILL_SETS)
-def test_every_example_plan_of_a_skill_set_is_in_its_grammar(name):
+def test_every_example_plan_of_a_skill_set_is_in_its_plan_grammar(name):
     skill_set = load_skill_set(name)
     assert skill_set.spec.examples
     for example in skill_set.spec.examples:
-        assert check_plan(skill_set, example["plan"]) is None, example["plan"]
+        assert check_plan(skill_set, example["plan"], strict=True) is None, example["plan"]
 
 
 @pytest.mark.parametrize("plan, reason", [
@@ -26,10 +29,10 @@ def test_every_example_plan_of_a_skill_set_is_in_its_grammar(name):
     ("?iv('cup')==True{g('cup');tp()};mb(20);", None),
     ("3{tc(120);tp()};", None),
     ("mf(50)", "plan ends in the middle of a statement"),
-    ("fly_forward(50);", "not in the skill set's plan grammar"),  # not a skill
-    ("mf('door');", "not in the skill set's plan grammar"),  # wrong argument type
-    ("tc(90,90);", "not in the skill set's plan grammar"),  # wrong arity
-    ("3{3{tc(90)}};", "not in the skill set's plan grammar"),  # nested block
+    ("fly_forward(50);", "not in the skill set's syntax"),  # not a skill
+    ("mf('door');", "not in the skill set's syntax"),  # wrong argument type
+    ("tc(90,90);", "not in the skill set's syntax"),  # wrong arity
+    ("3{3{tc(90)}};", "not in the skill set's syntax"),  # nested block
     ("", "empty plan"),
 ])
 def test_minispec_grammar_accepts_plans_and_names_the_problem(plan, reason):
@@ -40,9 +43,73 @@ def test_python_grammar_checks_calls_blocks_and_syntax():
     arm = load_skill_set("python_arm")
     good = "for obj in ['cup', 'pen']:\n    take(obj)\n    drop('tray')\nsay('done')\n"
     assert check_plan(arm, good) is None
-    assert check_plan(arm, "grab('cup')\n") == "not in the skill set's plan grammar"
-    assert check_plan(arm, "take('cup', 'pen')\n") == "not in the skill set's plan grammar"
-    assert check_plan(arm, "if is_holding():\ntake('cup')\n") == "not in the skill set's plan grammar"
+    assert check_plan(arm, "grab('cup')\n") == "not in the skill set's syntax"
+    assert check_plan(arm, "take('cup', 'pen')\n") == "not in the skill set's syntax"
+    assert check_plan(arm, "if is_holding():\ntake('cup')\n") == "not in the skill set's syntax"
+
+
+def test_every_recorded_plan_parses():
+    config = load_planner_config()
+    for trace in load_traces(data_path("config", "traces", "timely_tasks.yaml")).traces:
+        skill_set = load_skill_set(config.robot_type(trace.robot_type).skill_set)
+        assert check_plan(skill_set, trace.plan) is None, trace.plan
+
+
+@pytest.mark.parametrize("name, plan", [
+    ("python_arm", "x = x\n"),  # does nothing
+    ("python_arm", "pick_up_bolt = take('bolt')\n"),  # a made-up name
+    ("python_arm", "x = object_x('bolt')\nmove_to(x, 0.2)\n"),  # a plan sets no variables
+    ("python_arm", "take(obj)\n"),  # `obj` outside the loop that binds it
+    ("minispec_drone", "_1=od('cup');?_1>100{mf(50)};"),
+    ("python_arm", "['bolt', 'nut']\n"),  # a bare list
+    ("python_arm", "for obj in ['a']:\n    x = y\n"),  # a loop that calls nothing
+    ("minispec_drone", "->True;"),  # a return with nothing to return to
+    ("minispec_drone", "t();"),  # a query whose value nobody reads
+    ("python_arm", "object_x('cup')\n"),
+    ("python_arm", "take(object_x('bin'))\n"),  # an object is a name, not a coordinate
+    ("minispec_arm", "g('pick up the cup');"),  # an object is a short name, not a phrase
+    ("python_arm", "take(')sponge')\n"),  # nor code
+    ("minispec_drone", "_2=d(2);"),  # an action's result is not assigned
+    ("minispec_drone", "1{tp()};"),  # a loop that runs once
+    ("minispec_drone", "2{tp()};" * 5),  # more than four blocks
+    ("minispec_drone", "mf(5000);"),  # beyond what the robot accepts (20-500 cm)
+    ("minispec_drone", "d(100);"),  # a plan waits at most 10 s
+    ("minispec_drone", "mf(010);"),
+    ("minispec_drone", "tp();" * 17),  # more than 16 top-level statements
+    ("minispec_drone", "2{" + "tp();" * 9 + "};"),  # a block of more than 8
+])
+def test_the_plan_grammar_admits_only_statements_that_act(name, plan):
+    skill_set = load_skill_set(name)
+    assert check_plan(skill_set, plan, strict=True) == "not in the skill set's plan grammar"
+
+
+@pytest.mark.parametrize("name, plan", [("python_arm", "x = x\n"), ("minispec_drone", "->True;"),
+                                        ("minispec_drone", "tp();" * 17)])
+def test_the_syntax_is_wider_than_the_plan_grammar(name, plan):
+    assert check_plan(load_skill_set(name), plan) is None
+
+
+@pytest.mark.parametrize("name, plan", [
+    ("python_arm", "for obj in ['bolt', 'nut']:\n    move_to(object_x(obj), object_y(obj))\n    take(obj)\n"
+                   "for i in range(3):\n    say('beep')\nif is_holding():\n    drop('bin')\n"),
+    ("minispec_drone", "?od('person')>100{mf(50)};" + "tp();" * 15 + "2{tc(90);tp()};"),
+])
+def test_the_plan_grammar_keeps_loops_conditions_and_long_plans(name, plan):
+    assert check_plan(load_skill_set(name), plan, strict=True) is None
+
+
+@pytest.mark.parametrize("lo, hi", [(20, 500), (1, 360), (0, 10), (5, 5), (7, 123)])
+def test_integer_ranges_admit_exactly_their_numbers(lo, hi):
+    import xgrammar as xgr
+
+    compiled = xgr.GrammarCompiler(xgr.TokenizerInfo([])).compile_grammar(f"root ::= {int_range(lo, hi)}\n")
+
+    def admits(text):
+        matcher = xgr.GrammarMatcher(compiled, terminate_without_stop_token=True)
+        return matcher.accept_string(text) and matcher.is_completed()
+
+    assert [n for n in range(0, 1100) if admits(str(n))] == list(range(lo, hi + 1))
+    assert not admits("0" + str(hi))  # no leading zeros
 
 
 def test_grammar_lists_every_skill_of_the_set():

@@ -13,6 +13,7 @@ from llm_planner.lrtrace.composer import compose_preset, load_preset, mean_exec_
 from llm_planner.lrtrace.formats import Job, Workload
 from llm_planner.lrtrace.metrics import by_level
 from llm_planner.lrtrace.simulate import EventQueue, simulate
+from llm_planner.planning.prompts import user_turn
 
 POLICIES = ["timely", "fcfs", "edf", "vllm", "vllm-stream"]
 
@@ -63,7 +64,8 @@ def test_resumed_generations_never_prefill_again(wid1_runs, tokenizer):
     result = runs["timely"]
     stats = result.engine_stats
     assert sum(stats.resumes.values()) > len(result.records)  # most tasks were suspended and resumed
-    own = sum(count_tokens(tokenizer, r.request.instruction) + TEMPLATE_TOKENS for r in result.records)
+    # each task's own prompt is what the model reads of it (planning/prompts.py)
+    own = sum(count_tokens(tokenizer, user_turn(r.request.instruction)) + TEMPLATE_TOKENS for r in result.records)
     assert sum(stats.prefill_tokens.values()) == own + stats.prefix_prefill_tokens
 
 

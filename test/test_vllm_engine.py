@@ -112,6 +112,36 @@ def test_the_exactness_check_catches_a_faulty_resume(engine, uninterrupted, monk
     assert resume_differences(uninterrupted[True], segmented, engine.tokenizer), f"{fault} went unnoticed"
 
 
+def test_the_repeat_guard_lets_a_plan_only_end_once_a_statement_repeats(engine):
+    """The constraint of a request whose plan so far repeats a statement: where the grammar
+    allows the plan to end, only the end is allowed; mid-statement the grammar still rules."""
+    import torch
+    import xgrammar as xgr
+    from transformers import AutoTokenizer
+
+    from llm_planner.catalog.grammar import plan_grammar
+    from llm_planner.catalog.statements import RepeatGuard
+    from llm_planner.engine.plan_constraint import _RequestConstraint, stop_token_ids
+
+    tokenizer = AutoTokenizer.from_pretrained(engine.model_dir)
+    vocab = engine.llm.vllm_config.model_config.get_vocab_size()
+    stops = stop_token_ids(engine.model_dir, tokenizer)
+    info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab, stop_token_ids=stops)
+    compiled = xgr.GrammarCompiler(info).compile_grammar(plan_grammar(load_skill_set("minispec_drone")))
+
+    def allowed_next(plan: str) -> set[int]:
+        ids = tokenizer.encode(plan, add_special_tokens=False)
+        constraint = _RequestConstraint(xgr.GrammarMatcher(compiled), 0, vocab, RepeatGuard("minispec"),
+                                        lambda t: tokenizer.decode([t]), stops)
+        logits = constraint(ids, [], torch.zeros(vocab))  # the whole plan so far is in the prompt
+        return set(torch.nonzero(logits > float("-inf")).flatten().tolist())
+
+    assert allowed_next("tp();tp();") == set(stops) & allowed_next("tp();")
+    assert len(allowed_next("tp();tc(90);")) > 10  # no repeat: any statement may follow
+    mid_statement = allowed_next("tp();tp();mf(")  # cannot end here: the grammar decides
+    assert mid_statement and not mid_statement & set(stops)
+
+
 def test_resumed_generation_hits_the_prefix_cache(engine):
     generate(engine, [request("r0", *TASKS[0], max_tokens=40)], segmented=True)
     stats = engine.stats

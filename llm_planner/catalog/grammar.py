@@ -1,17 +1,28 @@
-"""Plan grammars: each skill set's plan language as an EBNF grammar (xgrammar's dialect), built
-from the skill list, so constrained decoding can only emit plans that parse and whose every
-call is one of the robot's skills with the right number of arguments.
+"""Plan languages as EBNF grammars (xgrammar's dialect), built from each skill set's skills:
+every call is one of the robot's skills with the right number and kind of arguments.
+
+Two grammars per skill set:
+- the syntax (`syntax_grammar`): what parses as a plan of that syntax; `check_plan` tests
+  recorded and generated plans against it;
+- the plan grammar (`plan_grammar`), a subset of it that constrained decoding admits: only
+  statements that do something for the robot. Every top-level statement is a call of an action
+  skill (a query such as `t()` or `iv('cup')` is only read: compared in a condition, or an
+  argument) or a loop/conditional whose body holds only such calls. A plan sets no variables
+  but a Python loop's `obj`, which only that loop's body reads, so no statement reads a value
+  nothing set. An object is named by a short quoted name (at most three words). A plan has at
+  most 16 statements in a row (MiniSpec: and at most four blocks, each of at most 8
+  statements), so it always ends. It ends where the model's end of turn is allowed: after any
+  complete statement. Repeating a statement over and over is bounded by the constraint's
+  repeat guard (catalog/statements.py): a grammar cannot count.
 
 MiniSpec  statements end with ';' (optional before '}' and after a block), loops `N{...}`
-          (N < 100), conditionals `?a==b&c<d{...}`, assignments `_1=call`, returns `->value`.
-          A block holds up to eight simple statements and no nested block: a block is sent to
-          the robot only once it closes, so it must close soon.
-Python    one statement per line (a skill call or `name = expr`), `for`/`if`/`else` blocks
-          one level deep with a four-space body.
+          (N < 100; in the plan grammar 2-9), conditionals `?a==b&c<d{...}`, assignments
+          `_1=call`, returns `->value` (syntax only: a plan has no caller to return to). A block holds no nested block:
+          a block is sent to the robot only once it closes, so it must close soon.
+Python    one statement per line, `for`/`if`/`else` blocks one level deep with a four-space body.
 Literals are bounded (names, strings, numbers), so a weak model cannot run on inside one.
 
-`check_plan` tells whether a complete plan is in the language (used to report plan validity
-with and without the constraint); it needs xgrammar, which comes with vLLM.
+`check_plan` needs xgrammar, which comes with vLLM.
 """
 
 from __future__ import annotations
@@ -41,6 +52,22 @@ string ::= "'" [^'\n{};]{1,40} "'"
 var ::= "_" [1-9]
 '''
 
+_MINISPEC_PLAN = r'''
+root ::= lead tail{0,3}
+lead ::= (act ";"){1,16} | block ";"? (act ";"){0,15}
+tail ::= block ";"? (act ";"){0,15}
+body ::= act (";" act){0,7} ";"?
+block ::= [2-9] "{" body "}" | "?" condition "{" body "}"
+condition ::= comparison (("&" | "|") comparison){0,2}
+comparison ::= call (("==" | "!=" | ">" | "<") value)?
+value ::= call | number | string | "True" | "False"
+num ::= number
+str ::= string
+string ::= "'" [^'\n{};]{1,40} "'"
+obj ::= "'" word (" " word){0,2} "'"
+word ::= [^'"\n (){}\[\];,]{1,16}
+'''
+
 _PYTHON = r'''
 root ::= stmt+
 stmt ::= simple "\n" | "for " name " in " iterable ":\n" body | "if " condition ":\n" body ("else:\n" body)?
@@ -54,41 +81,113 @@ string ::= "'" [^'\n]{1,60} "'" | "\"" [^"\n]{1,60} "\""
 name ::= [a-z_] [a-z0-9_]{0,15}
 '''
 
-# Argument rule per declared type, per syntax.
+# Python plans read one variable, `obj`, and only inside the loop that binds it: call rules
+# come in two scopes, top level (no variable) and a loop body (suffix `_l`, `obj` readable).
+_PYTHON_PLAN = r'''
+root ::= stmt{1,16}
+stmt ::= act "\n" | loop | "if " condition ":\n" body ("else:\n" body)?
+loop ::= "for obj in " list ":\n" lbody | "for i in range(" [2-9] "):\n" body
+body ::= ("    " act "\n"){1,8}
+lbody ::= ("    " act_l "\n"){1,8}
+condition ::= "not "? call ((" == " | " != " | " > " | " < ") expr)?
+expr ::= call | number | string | "True" | "False"
+expr_l ::= call_l | number | string | "obj" | "True" | "False"
+list ::= "[" obj (", " obj){0,9} "]"
+string ::= "'" [^'\n]{1,40} "'" | "\"" [^"\n]{1,40} "\""
+obj ::= "'" word (" " word){0,2} "'"
+obj_l ::= obj | "obj"
+word ::= [^'"\n (){}\[\];,]{1,16}
+'''
+_SCOPES = {("minispec", False): ("",), ("minispec", True): ("",), ("python", False): ("",),
+           ("python", True): ("", "_l")}
+
+# Argument rule per declared type, per syntax; the plan grammars take an object's name as a
+# short quoted name (at most three words; in a Python loop also `obj`), never a phrase or a call.
 _ARG_RULES = {
-    "minispec": {"int": "num", "float": "num", "str": "str", "expr": "value"},
-    "python": {"int": "expr", "float": "expr", "str": "expr", "expr": "expr"},
+    "minispec": {"int": "num", "float": "num", "str": "str", "object": "str", "expr": "value"},
+    "python": {"int": "expr", "float": "expr", "str": "expr", "object": "expr", "expr": "expr"},
 }
+_PLAN_ARG_RULES = {syntax: {**rules, "object": "obj"} for syntax, rules in _ARG_RULES.items()}
 
 
 def _ebnf_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _call_alternative(skill: Skill, syntax: str) -> str:
-    rules = _ARG_RULES[syntax]
+def int_range(lo: int, hi: int) -> str:
+    """EBNF for the whole numbers lo..hi (no leading zeros), digit by digit."""
+    alternatives = []
+    for width in range(len(str(lo)), len(str(hi)) + 1):
+        first, last = max(lo, 10 ** (width - 1) if width > 1 else 0), min(hi, 10 ** width - 1)
+        if first <= last:
+            alternatives += _same_width(str(first), str(last))
+    return " | ".join(alternatives)
+
+
+def _same_width(lo: str, hi: str) -> list[str]:
+    rest = len(lo) - 1
+    if lo == hi:
+        return [f'"{lo}"']
+    if rest == 0:
+        return [f"[{lo}-{hi}]"]
+    if lo[0] == hi[0]:
+        return [f'"{lo[0]}" ({alt})' for alt in [" | ".join(_same_width(lo[1:], hi[1:]))]]
+    out = [f'"{lo[0]}" ({" | ".join(_same_width(lo[1:], "9" * rest))})']
+    if int(hi[0]) - int(lo[0]) > 1:
+        out.append(f"[{int(lo[0]) + 1}-{int(hi[0]) - 1}]" + " [0-9]" * rest)
+    out.append(f'"{hi[0]}" ({" | ".join(_same_width("0" * rest, hi[1:]))})')
+    return out
+
+
+def _range_rule(arg) -> tuple[str, str]:
+    """(rule name, definition) for a ranged argument of the plan grammar."""
+    name = f"{arg.type}_{arg.min}_{arg.max}"
+    if arg.type == "int":
+        return name, int_range(arg.min, arg.max)
+    below = f"({int_range(arg.min, arg.max - 1)}) (\".\" [0-9]{{1,2}})?" if arg.max > arg.min else ""
+    return name, " | ".join(x for x in (below, f'"{arg.max}"') if x)
+
+
+def _call_alternative(skill: Skill, syntax: str, plan: bool, scope: str) -> str:
+    rules = (_PLAN_ARG_RULES if plan else _ARG_RULES)[syntax]
     separator = ' "," ' if syntax == "minispec" else ' ", " '
-    args = separator.join(rules[a.type] for a in skill.args)
+    args = separator.join(_range_rule(a)[0] if plan and a.min is not None else rules[a.type] + scope
+                          for a in skill.args)
     if not skill.args:
         # MiniSpec lets a call without arguments drop its parentheses (`tp`); keep them.
         return _ebnf_string(f"{skill.abbr}()")
     return f"{_ebnf_string(skill.abbr + '(')} {args} {_ebnf_string(')')}"
 
 
-@lru_cache(maxsize=None)
-def _grammar_for(name: str, syntax: str, calls: tuple[str, ...]) -> str:
-    body = _MINISPEC if syntax == "minispec" else _PYTHON
-    call_rule = "call ::= " + " | ".join(calls)
-    return (body + _COMMON).strip() + "\n" + call_rule + "\n"
+_GRAMMARS = {("minispec", False): _MINISPEC, ("minispec", True): _MINISPEC_PLAN,
+             ("python", False): _PYTHON, ("python", True): _PYTHON_PLAN}
+
+
+@lru_cache(maxsize=None)  # per loaded skill set (compared by identity) and kind of grammar
+def _grammar(skill_set: SkillSet, plan: bool) -> str:
+    syntax, skills = skill_set.syntax, skill_set.spec.skills
+    if syntax not in _ARG_RULES:
+        raise ValueError(f"no plan grammar for syntax {syntax!r}")
+    rules = []
+    if plan:  # the robot's accepted ranges of numeric arguments
+        ranged = {_range_rule(a) for s in skills for a in s.args if a.min is not None}
+        rules += [f"{name} ::= {definition}" for name, definition in sorted(ranged)]
+    for scope in _SCOPES[syntax, plan]:
+        rules.append(f"call{scope} ::= " + " | ".join(_call_alternative(s, syntax, plan, scope) for s in skills))
+        if plan:  # a statement of its own calls an action; a query's value is only read
+            acts = [_call_alternative(s, syntax, plan, scope) for s in skills if s.kind == "action"]
+            rules.append(f"act{scope} ::= " + " | ".join(acts))
+    return (_GRAMMARS[syntax, plan] + _COMMON).strip() + "\n" + "\n".join(rules) + "\n"
+
+
+def syntax_grammar(skill_set: SkillSet) -> str:
+    """Every plan of the skill set's syntax, as EBNF (root rule `root`)."""
+    return _grammar(skill_set, plan=False)
 
 
 def plan_grammar(skill_set: SkillSet) -> str:
-    """The skill set's plan language as EBNF (root rule `root`)."""
-    syntax = skill_set.syntax
-    if syntax not in _ARG_RULES:
-        raise ValueError(f"no plan grammar for syntax {syntax!r}")
-    calls = tuple(_call_alternative(s, syntax) for s in skill_set.spec.skills)
-    return _grammar_for(skill_set.name, syntax, calls)
+    """The plans constrained decoding admits (a subset of the syntax), as EBNF."""
+    return _grammar(skill_set, plan=True)
 
 
 @lru_cache(maxsize=None)
@@ -99,15 +198,17 @@ def _compiled_for_check(grammar: str):
     return xgr.GrammarCompiler(xgr.TokenizerInfo([])).compile_grammar(grammar)
 
 
-def check_plan(skill_set: SkillSet, plan: str) -> str | None:
-    """None if `plan` is a complete sentence of the skill set's grammar, else the reason."""
+def check_plan(skill_set: SkillSet, plan: str, strict: bool = False) -> str | None:
+    """None if `plan` is a complete sentence of the skill set's syntax (`strict`: of its plan
+    grammar), else the reason."""
     import xgrammar as xgr
 
     if not plan.strip():
         return "empty plan"
-    matcher = xgr.GrammarMatcher(_compiled_for_check(plan_grammar(skill_set)), terminate_without_stop_token=True)
+    grammar = plan_grammar(skill_set) if strict else syntax_grammar(skill_set)
+    matcher = xgr.GrammarMatcher(_compiled_for_check(grammar), terminate_without_stop_token=True)
     if not matcher.accept_string(plan):
-        return "not in the skill set's plan grammar"
+        return "not in the skill set's plan grammar" if strict else "not in the skill set's syntax"
     if not matcher.is_completed():
         return "plan ends in the middle of a statement"
     if skill_set.syntax == "python":

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from llm_planner.catalog.scene import render_task
 from llm_planner.domain.calls import SkillCall
 from llm_planner.settings.paths import resolve_resource
 
@@ -30,10 +31,24 @@ def expand_regex(pattern: str) -> str:
 
 
 class SkillArg(BaseModel):
+    """`object`: a string that names an object or place of the scene (plan checks test it);
+    `str`: free text (a message, a question); `expr`: any argument expression."""
+
     model_config = ConfigDict(extra="forbid")
     name: str
-    type: Literal["int", "float", "str", "expr"]
+    type: Literal["int", "float", "str", "object", "expr"]
     unit: str | None = None
+    # What the robot accepts (int and float arguments); plans outside are not runnable.
+    min: int | None = Field(default=None, ge=0)
+    max: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _range(self) -> SkillArg:
+        if (self.min is None) != (self.max is None):
+            raise ValueError(f"argument {self.name}: give both min and max, or neither")
+        if self.min is not None and (self.type not in ("int", "float") or self.min > self.max):
+            raise ValueError(f"argument {self.name}: a range needs an int or float argument and min <= max")
+        return self
 
 
 class Skill(BaseModel):
@@ -43,6 +58,9 @@ class Skill(BaseModel):
     args: list[SkillArg] = []
     description: str
     regex: str
+    # query: only reads the world (a position, visibility, the time) and is useful only for
+    # its value; a plan of queries alone does nothing for the robot.
+    kind: Literal["action", "query"] = "action"
 
     @field_validator("regex")
     @classmethod
@@ -65,7 +83,7 @@ class SkillSetFile(BaseModel):
     skills: list[Skill]
 
 
-@dataclass
+@dataclass(eq=False)  # compared and hashed by identity: one object per loaded file
 class SkillSet:
     spec: SkillSetFile
     _patterns: list[tuple[str, re.Pattern]] = field(init=False, repr=False)
@@ -127,7 +145,7 @@ class SkillSet:
         this skill set (what the sim engine counts as the cached prefix)."""
         lines = [self._system_text()]
         for example in self.spec.examples:
-            lines += ["", f"Task: {example['task']}", f"Plan: {example['plan']}"]
+            lines += ["", render_task(example["task"]), f"Plan: {example['plan']}"]
         return "\n".join(lines)
 
     def chat_prefix(self) -> tuple[tuple[str, str], ...]:
@@ -135,7 +153,7 @@ class SkillSet:
         as a user/assistant exchange (few-shot)."""
         turns = [("system", self._system_text())]
         for example in self.spec.examples:
-            turns += [("user", example["task"]), ("assistant", example["plan"])]
+            turns += [("user", render_task(example["task"])), ("assistant", example["plan"])]
         return tuple(turns)
 
 

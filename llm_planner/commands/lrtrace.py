@@ -278,8 +278,8 @@ def _pace_to_engine(args, config, workload: Workload, engine) -> tuple[float, fl
     """(arrival speed-up, grace seconds) for a live replay. With --pace-engine REF, arrivals
     are spread by how much slower this machine's engine generates the workload's plans than
     the REF profile (the machine the workload was written for), so a slower CPU sees the same
-    contention instead of a backlog it can never clear. --grace auto waits a minute plus three
-    times this machine's engine time for the whole workload's plans."""
+    contention instead of a backlog it can never clear. --grace auto waits (without any status
+    change) a minute plus three times this machine's engine time for the whole workload's plans."""
     from llm_planner.engine.profile import load_engine_profile
     from llm_planner.planning.planner import TYPICAL_PROMPT_TOKENS
 
@@ -531,8 +531,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "slower this machine's engine is (never compressed)")
     p.add_argument("--duration", type=float, help="replay only the jobs arriving in the first N seconds")
     p.add_argument("--grace", type=float,
-                   help="seconds to wait for the last tasks to end (default: 60 + 3x the engine time of the "
-                        "workload's plans on this machine's profile)")
+                   help="after the last arrival, seconds to wait without any status change before giving up "
+                        "on the tasks still open (default: 60 + 3x the engine time of the workload's plans on "
+                        "this machine's profile)")
     p.add_argument("--record", help="MCAP file (default out/<workload>-live.mcap)")
     p.add_argument("--compare-sim", action="store_true", help="also simulate the workload and print the differences")
     p.add_argument("--json")

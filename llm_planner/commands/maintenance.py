@@ -1,4 +1,5 @@
-"""`llm-planner`: maintenance commands (model cache, execution-time model fitting)."""
+"""`llm-planner`: maintenance commands (model cache, engine profiles, execution-time model
+fitting) and the plan benchmark."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from pathlib import Path
 
 from llm_planner.catalog.exec_model import fit_exec_model, load_exec_model, read_samples_csv
+from llm_planner.commands import plans, predictor
 
 
 def cmd_prepare(args) -> int:
@@ -157,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--degree", type=int, default=1, help="polynomial degree for skills whose argument varies")
     p.add_argument("-o", "--output", help="write the refitted model here (default: print it)")
     p.set_defaults(func=cmd_fit_exec)
+    plans.add_parser(sub)
+    predictor.add_parser(sub)
     return parser
 
 

@@ -16,9 +16,11 @@ class GenerationRequest:
     forced_output: str | None = None  # sim: the recorded plan to replay token by token
     max_tokens: int = 512
     # Real engines: the shared prefix as chat turns (system text, few-shot examples), and the
-    # skill set's plan grammar (EBNF) for constrained decoding.
+    # skill set's plan grammar (EBNF) for constrained decoding, with the plan's syntax (for the
+    # bound on repeated statements).
     chat_prefix: tuple[tuple[str, str], ...] = ()
     grammar: str | None = None
+    plan_syntax: str | None = None
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,13 @@ structured outputs (xgrammar) through vLLM's logits-processor interface: each re
 matcher first consumes the plan tokens at the end of its prompt, then every output token, and
 masks the logits to the tokens the grammar allows next.
 
+With the plan's syntax given, a `RepeatGuard` reads the plan's text too and, once a statement
+has been repeated too often, allows only the end of the plan at the next point where the
+grammar allows it (a grammar cannot count repeats).
+
 A request opts in with `SamplingParams(extra_args={EXTRA_ARG: {"grammar": ebnf,
-"plan_start": k}})`, where prompt ids from index k on are plan tokens already generated.
+"plan_start": k, "syntax": "minispec"}})`, where prompt ids from index k on are plan tokens
+already generated; without "syntax" there is no repeat guard.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from pathlib import Path
 import torch
 import xgrammar as xgr
 from vllm.v1.sample.logits_processor import AdapterLogitsProcessor
+
+from llm_planner.catalog.statements import RepeatGuard
 
 EXTRA_ARG = "llm_planner_plan_grammar"
 
@@ -40,10 +47,14 @@ def stop_token_ids(model_dir: str | Path, tokenizer) -> list[int]:
 class _RequestConstraint:
     """One request's matcher; called by vLLM with (prompt ids, output ids so far, logits row)."""
 
-    def __init__(self, matcher: xgr.GrammarMatcher, plan_start: int, vocab_size: int) -> None:
+    def __init__(self, matcher: xgr.GrammarMatcher, plan_start: int, vocab_size: int,
+                 guard: RepeatGuard | None = None, token_text=None, stop_ids: list[int] = ()) -> None:
         self.matcher = matcher
         self.plan_start = plan_start
         self.bitmask = xgr.allocate_token_bitmask(1, vocab_size)
+        self.guard = guard
+        self.token_text = token_text  # token id -> its text, for the guard
+        self.stop_ids = list(stop_ids)
         self.fed_prompt = False
         self.seen = 0
         self.broken = False
@@ -59,9 +70,20 @@ class _RequestConstraint:
         if self.broken or self.matcher.is_terminated():
             return logits
         self.matcher.fill_next_token_bitmask(self.bitmask)
+        if self.guard is not None and self.guard.should_end:
+            self._only_end_if_allowed()
         row = logits.unsqueeze(0)
         xgr.apply_token_bitmask_inplace(row, self.bitmask.to(logits.device))
         return logits
+
+    def _only_end_if_allowed(self) -> None:
+        """Mask all but the stop tokens, if the grammar allows the plan to end here."""
+        allowed = [t for t in self.stop_ids if int(self.bitmask[0, t // 32]) >> (t % 32) & 1]
+        if allowed:
+            self.bitmask.zero_()
+            for t in allowed:
+                bit = 1 << (t % 32)
+                self.bitmask[0, t // 32] |= bit - (1 << 32) if bit >= 1 << 31 else bit  # int32 words
 
     def _accept(self, token_ids: list[int]) -> None:
         for token in token_ids:
@@ -70,6 +92,8 @@ class _RequestConstraint:
                 # rather than force an impossible continuation.
                 self.broken = True
                 return
+            if self.guard is not None:
+                self.guard.feed(self.token_text(token))
 
 
 class PlanGrammarLogitsProcessor(AdapterLogitsProcessor):
@@ -80,8 +104,10 @@ class PlanGrammarLogitsProcessor(AdapterLogitsProcessor):
         model_config = vllm_config.model_config
         tokenizer = AutoTokenizer.from_pretrained(model_config.tokenizer)
         self.vocab_size = model_config.get_vocab_size()
-        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=self.vocab_size,
-                                                  stop_token_ids=stop_token_ids(model_config.model, tokenizer))
+        self.tokenizer = tokenizer
+        self.stop_ids = stop_token_ids(model_config.model, tokenizer)
+        self._token_texts: dict[int, str] = {}
+        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=self.vocab_size, stop_token_ids=self.stop_ids)
         self.compiler = xgr.GrammarCompiler(info)
         self._compiled: dict[str, xgr.CompiledGrammar] = {}
 
@@ -96,4 +122,14 @@ class PlanGrammarLogitsProcessor(AdapterLogitsProcessor):
         compiled = self._compiled.get(grammar)
         if compiled is None:
             compiled = self._compiled[grammar] = self.compiler.compile_grammar(grammar)
-        return _RequestConstraint(xgr.GrammarMatcher(compiled), int(spec.get("plan_start", 0)), self.vocab_size)
+        guard = RepeatGuard(spec["syntax"]) if spec.get("syntax") else None
+        return _RequestConstraint(xgr.GrammarMatcher(compiled), int(spec.get("plan_start", 0)), self.vocab_size,
+                                  guard, self._token_text, self.stop_ids)
+
+    def _token_text(self, token: int) -> str:
+        """A token's text on its own (a character split across tokens reads as U+FFFD; the
+        guard only compares statements, so that does not matter)."""
+        text = self._token_texts.get(token)
+        if text is None:
+            text = self._token_texts[token] = self.tokenizer.decode([token], skip_special_tokens=True)
+        return text

@@ -240,7 +240,8 @@ class VllmEngine(Engine):
             return None
         from llm_planner.engine.plan_constraint import EXTRA_ARG
 
-        return {EXTRA_ARG: {"grammar": gen.grammar, "plan_start": len(gen.prompt_ids)}}
+        return {EXTRA_ARG: {"grammar": gen.grammar, "plan_start": len(gen.prompt_ids),
+                            "syntax": gen.request.plan_syntax}}
 
     def _get(self, gen_id: str) -> _Generation:
         try:

@@ -12,13 +12,11 @@ reports drive the utility accounting and the final status.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Callable
 
 from llm_planner.catalog.exec_model import ExecModel, load_exec_model, validate_stat
-from llm_planner.catalog.grammar import plan_grammar
 from llm_planner.catalog.skills import SkillSet, load_skill_set
 from llm_planner.dispatch.dispatcher import Dispatcher, RobotWork
 from llm_planner.dispatch.robot_port import RobotPort
@@ -32,6 +30,7 @@ from llm_planner.domain.tasks import (
 )
 from llm_planner.engine.base import Engine, EngineError, GenerationRequest, TokenOutput
 from llm_planner.planning.intake import instruction_problem
+from llm_planner.planning.prompts import plan_request, shared_request
 from llm_planner.planning.segmenter import Segment, Segmenter, make_segmenter, split_segments
 from llm_planner.sched.batch import BatchController
 from llm_planner.sched.queues import Policy, QueueEntry
@@ -84,9 +83,7 @@ class Planner:
         self._gens: dict[str, Generation] = {}
         self._types: dict[str, tuple[SkillSet, ExecModel]] = {}
         self._gen_time: dict[tuple[str, bool], float] = {}
-        # Per skill set, the shared part of every generation request (prompt text, chat turns,
-        # grammar), built once; a task's request adds its own id, instruction and plan.
-        self._prompts: dict[str, GenerationRequest] = {}
+        self._skill_sets: dict[str, SkillSet] = {}  # by name: whose shared prompt warm-up caches
         for name, rt in config.robot_types.items():
             skill_set = load_skill_set(rt.skill_set)
             model = load_exec_model(rt.exec_model)
@@ -94,10 +91,7 @@ class Planner:
                 raise ValueError(f"robot type {name}: exec model {rt.exec_model} is for skill set "
                                  f"{model.spec.skill_set}, not {skill_set.name}")
             self._types[name] = (skill_set, model)
-            if skill_set.name not in self._prompts:
-                self._prompts[skill_set.name] = GenerationRequest(
-                    f"warm-up/{skill_set.name}", skill_set.name, skill_set.prompt(), "warm-up", forced_output="",
-                    chat_prefix=skill_set.chat_prefix(), grammar=plan_grammar(skill_set))
+            self._skill_sets[skill_set.name] = skill_set
             for first in (True, False):
                 self._gen_time.setdefault((skill_set.name, first), self._estimate_gen_time(skill_set, first))
 
@@ -134,12 +128,11 @@ class Planner:
 
     def _generation_request(self, request: TaskRequest) -> GenerationRequest:
         skill_set, _ = self._types[request.robot_type]
-        return dataclasses.replace(self._prompts[skill_set.name], gen_id=request.task_id, prompt=request.instruction,
-                                   forced_output=request.forced_plan)
+        return plan_request(request.task_id, skill_set, request.instruction, request.forced_plan)
 
     def warm_up(self) -> None:
         """Have the engine cache every configured skill set's shared prompt before tasks come."""
-        self.engine.warm_up(list(self._prompts.values()))
+        self.engine.warm_up([shared_request(s) for s in self._skill_sets.values()])
 
     def reject(self, task_id: str, robot_id: str, reason: str) -> None:
         """A task refused before it became a request (bad fields): REJECTED with the reason."""

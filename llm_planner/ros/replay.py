@@ -148,7 +148,8 @@ def records_from_recording(path: str | Path, config: PlannerConfig, traces: Trac
 def replay(client, workload: Workload, traces: TraceSet, config: PlannerConfig, speed: float = 1.0,
            progress: Callable[[int, int], None] | None = None, grace_s: float = 60.0) -> bool:
     """Publish each job at its arrival time (divided by `speed`) and wait until every task
-    has a terminal status (or `grace_s` after the last arrival). True if all ended."""
+    has a terminal status, or until no status has changed for `grace_s` after the last
+    arrival (robots still executing long plans keep reporting). True if all ended."""
     by_id = check_workload(workload, traces, config)
     jobs = sorted(workload.jobs, key=lambda j: j.arrival_s)
     ids = [f"job{j.job_id}" for j in jobs]
@@ -164,12 +165,16 @@ def replay(client, workload: Workload, traces: TraceSet, config: PlannerConfig, 
         if progress:
             progress(sum(client.terminal(i) is not None for i in ids), n + 1)
     deadline = time.monotonic() + grace_s
+    heard = -1
     while time.monotonic() < deadline:
         done = sum(client.terminal(i) is not None for i in ids)
         if progress:
             progress(done, len(ids))
         if done == len(ids):
             return True
+        statuses = sum(len(client.statuses.get(i, ())) for i in ids)
+        if statuses != heard:  # progress: the grace starts again
+            heard, deadline = statuses, time.monotonic() + grace_s
         time.sleep(0.2)
     return False
 

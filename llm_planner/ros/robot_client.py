@@ -35,7 +35,7 @@ class _Pending:
     handle: object = None
     started_s: float = math.nan
     canceled: bool = False
-    ended_s: float = math.nan  # when the goal status topic first showed it ended
+    asked_again_s: float = math.nan  # when the result was last asked for again
 
 
 class RosRobotPort:
@@ -183,20 +183,24 @@ class RosRobotPort:
         with self._lock:
             pending = list(self._pending.values())
         for p in pending:
-            if p.handle is not None and p.handle.status in _ENDED:
-                # The goal ended but its result has not arrived: a service response can be
-                # lost while DDS discovery is still matching endpoints; ask again.
-                if math.isnan(p.ended_s):
-                    p.ended_s = now
-                elif now - p.ended_s > 1.0:
-                    p.ended_s = now
+            overdue = not math.isnan(p.started_s) and now - p.started_s > p.worst_s + 1.0
+            if p.handle is not None and (p.handle.status in _ENDED or overdue):
+                # The goal ended (or should have) but its result has not arrived: a service
+                # response or a goal status message can be lost under load or while DDS
+                # discovery is still matching endpoints; ask again, once a second (a result
+                # asked for twice is taken once).
+                if math.isnan(p.asked_again_s):
+                    p.asked_again_s = now
+                elif now - p.asked_again_s > 1.0:
+                    p.asked_again_s = now
                     self._request_result(p)
             reason = None
             if p.handle is None and now - p.sent_s > self.timeout_s:
                 reason = f"robot {p.robot_id} did not accept segment {p.index} within {self.timeout_s:.1f} s"
             elif not math.isnan(p.started_s) and now - p.started_s > p.worst_s + self.timeout_s:
+                status = p.handle.status if p.handle is not None else "not accepted yet"
                 reason = (f"robot {p.robot_id} gave no result for segment {p.index} within "
-                          f"{p.worst_s + self.timeout_s:.1f} s of starting it")
+                          f"{p.worst_s + self.timeout_s:.1f} s of starting it (goal status {status})")
             elif now - self._gone_since.get(p.robot_id, now) > self.timeout_s:
                 reason = f"robot {p.robot_id}'s action server disappeared"
             if reason:

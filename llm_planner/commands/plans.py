@@ -1,0 +1,125 @@
+"""`llm-planner plans TASKS`: generate each distinct task's plan and say whether a robot can
+run it (valid, truncated, calls, segments, repeated statements), as a table and JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from llm_planner.catalog.skills import load_skill_set
+from llm_planner.domain.clock import VirtualClock, WallClock
+from llm_planner.engine.factory import make_sim_engine, make_vllm_engine
+from llm_planner.lrtrace.plan_bench import generate_plans, recheck, report
+from llm_planner.lrtrace.task_list import load_plan_tasks
+from llm_planner.settings.config import load_planner_config
+
+_COLUMNS = [("tasks", "tasks", "{:d}"), ("valid_rate", "valid", "{:.0%}"), ("truncated_rate", "cut", "{:.0%}"),
+            ("calls_mean", "calls", "{:.1f}"), ("repeated_statement_fraction", "repeats", "{:.0%}"),
+            ("tokens_mean", "tokens", "{:.1f}"), ("spearman_tokens_steps", "ρ tok/steps", "{:.2f}")]
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("plans", help="plan benchmark: generate each task's plan and check that a robot can run it",
+                       description=__doc__)
+    p.add_argument("tasks", help="trace set, TimelyLLM workload/trace JSON, or JSON Lines of "
+                                 "{robot_type, robot_system, task_input} (e.g. config/corpus/plan_tasks.jsonl); "
+                                 "with --recheck, an earlier --json report")
+    p.add_argument("--engine", choices=("sim", "vllm"),
+                   help="default: the config's engine (sim replays recorded plans)")
+    p.add_argument("--config", help="planner config (default: config/planner.yaml)")
+    p.add_argument("--model", help="local HF model folder for --engine vllm (default: the config's vllm.model)")
+    p.add_argument("--unconstrained", action="store_true",
+                   help="--engine vllm without the plan grammar and repeat guard (to see what they do)")
+    p.add_argument("--split", help="only tasks of this split (e.g. tune, heldout)")
+    p.add_argument("--limit", type=int, help="only the first N tasks")
+    p.add_argument("--recheck", action="store_true",
+                   help="TASKS is an earlier report: judge its plans again with today's checks (no engine)")
+    p.add_argument("--json", help="write the report here")
+    p.set_defaults(func=cmd_plans)
+
+
+def cmd_plans(args: argparse.Namespace) -> int:
+    config = load_planner_config(args.config)
+    if args.recheck:
+        return _recheck(args, config)
+    tasks = load_plan_tasks(args.tasks)
+    if args.split:
+        tasks = [t for t in tasks if t.split == args.split]
+    if args.limit is not None:
+        tasks = tasks[:args.limit]
+    if not tasks:
+        raise ValueError(f"{args.tasks}: no tasks{f' of split {args.split!r}' if args.split else ''}")
+    skill_sets = {name: load_skill_set(config.robot_type(name).skill_set) for name in {t.robot_type for t in tasks}}
+    engine_name = args.engine or config.engine
+    if engine_name == "vllm":
+        if args.unconstrained:
+            config = config.model_copy(update={"vllm": config.vllm.model_copy(update={"constrained": False})})
+        engine = make_vllm_engine(config, WallClock(), args.model)
+        max_tokens = config.vllm.max_plan_tokens
+    else:
+        engine = make_sim_engine(config, VirtualClock())
+        max_tokens = 100_000  # a recorded plan is replayed whole
+    console = Console(stderr=True)
+    with Progress(TextColumn("[bold]plans"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console) as progress:
+        bar = progress.add_task("plans", total=len(tasks))
+        done = []
+
+        def on_plan(_run) -> None:
+            progress.advance(bar)
+            done.append(1)
+            if not console.is_terminal and len(done) % max(1, len(tasks) // 10) == 0:
+                console.print(f"plans: {len(done)}/{len(tasks)}")  # a log has no live bar
+
+        runs = generate_plans(engine, tasks, skill_sets, max_tokens, on_plan=on_plan)
+    result = {"engine": engine_name, "max_tokens": max_tokens if engine_name == "vllm" else None,
+              "constrained": engine_name == "vllm" and config.vllm.constrained,
+              "task_file": str(args.tasks), **report(runs)}
+    _show(result, args.json, f"{len(runs)} plans from {args.tasks} on the {engine_name} engine")
+    return 0
+
+
+def _recheck(args: argparse.Namespace, config) -> int:
+    try:
+        earlier = json.loads(Path(args.tasks).read_text())
+        plans = earlier["plans"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{args.tasks}: not a report of `llm-planner plans --json` ({exc})") from None
+    if args.split:
+        plans = [p for p in plans if p.get("split") == args.split]
+    skill_sets = {name: load_skill_set(config.robot_type(name).skill_set) for name in {p["robot_type"] for p in plans}}
+    runs = recheck(plans, skill_sets)
+    result = {**{k: earlier.get(k) for k in ("engine", "max_tokens", "constrained", "task_file")},
+              "rechecked_from": str(args.tasks), **report(runs)}
+    _show(result, args.json, f"{len(runs)} plans of {args.tasks}, checked again")
+    return 0
+
+
+def _show(result: dict, json_path: str | None, title: str) -> None:
+    Console().print(summary_table(result, title))
+    if result["problems"]:
+        Console().print("why plans are not valid: " + ", ".join(f"{k} ({v})" for k, v in result["problems"].items()))
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(result, indent=1) + "\n")
+        Console().print(f"wrote {json_path}")
+
+
+def summary_table(result: dict, title: str) -> Table:
+    table = Table(title=title, caption="valid: parses, calls an action, ends before the token limit, reads no unset "
+                  "variable, names only scene/task objects; repeats: statements equal to an earlier one; ρ: Spearman "
+                  "of plan tokens vs the task's counted steps")
+    table.add_column("tasks of")
+    for _, header, _ in _COLUMNS:
+        table.add_column(header, justify="right")
+    rows = [("all", result)] + [(f"split {k}", v) for k, v in result["split"].items()] + list(
+        result["robot_type"].items())
+    for name, summary in rows:
+        cells = ("-" if summary.get(key) is None else fmt.format(summary[key]) for key, _, fmt in _COLUMNS)
+        table.add_row(name, *cells)
+    return table

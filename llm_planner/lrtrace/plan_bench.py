@@ -1,0 +1,127 @@
+"""The plan benchmark (`llm-planner plans`): one plan per distinct task, generated on an engine
+exactly as the planner asks for it (same prompt, grammar and token limit), then judged by
+`plan_check`: validity, truncation, calls, segments, repeated statements; how plan length
+follows the task where the task file counts its steps."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+from llm_planner.catalog.skills import SkillSet
+from llm_planner.engine.base import Engine
+from llm_planner.lrtrace.task_list import PlanTask
+from llm_planner.planning.plan_check import PlanCheck, check_generated_plan
+from llm_planner.planning.prompts import plan_request, shared_request
+from llm_planner.planning.segmenter import make_segmenter
+from llm_planner.predictor.rank import spearman
+
+SUMMARY_KEYS = ("tasks", "valid_rate", "truncated_rate", "calls_mean", "repeated_statement_fraction", "tokens_mean")
+
+
+@dataclass
+class PlanRun:
+    task: PlanTask
+    skill_set: str
+    text: str
+    tokens: int
+    check: PlanCheck
+    segment_tokens: list[int] = field(default_factory=list)  # generated tokens per segment, as cut live
+
+    def as_json(self) -> dict:
+        return {"id": self.task.task_id, "robot_type": self.task.robot_type, "skill_set": self.skill_set,
+                "split": self.task.split, "kind": self.task.kind, "steps": self.task.steps,
+                "task_input": self.task.task_input, "text": self.text, "tokens": self.tokens,
+                "skill_calls": self.check.calls, "segments": len(self.check.segments),
+                "segment_tokens": self.segment_tokens,
+                "repeated_statements": self.check.repeated_statements, "truncated": self.check.truncated,
+                "valid": self.check.valid, "problems": self.check.problems}
+
+
+def generate_plans(engine: Engine, tasks: list[PlanTask], skill_sets: dict[str, SkillSet], max_tokens: int,
+                   on_plan: Callable[[PlanRun], None] | None = None) -> list[PlanRun]:
+    """Generate every task's plan, all sharing the engine's batch, to its end.
+    `skill_sets`: robot type -> skill set."""
+    if engine.needs_recorded_plan:
+        missing = [t.task_id for t in tasks if not t.recorded_plan]
+        if missing:
+            raise ValueError(f"the sim engine replays recorded plans; {len(missing)} tasks have none "
+                             f"(first: {missing[0]}); use --engine vllm")
+    engine.warm_up([shared_request(s) for s in {s.name: s for s in skill_sets.values()}.values()])
+    by_id = {f"plan-{n}": task for n, task in enumerate(tasks)}
+    texts = {gen_id: "" for gen_id in by_id}
+    tokens = Counter[str]()
+    # The segmenter reads the plan token by token, as the planner's does: tokens per segment.
+    segmenters = {gen_id: make_segmenter(skill_sets[task.robot_type]) for gen_id, task in by_id.items()}
+    cuts: dict[str, list[int]] = {gen_id: [] for gen_id in by_id}
+    for gen_id, task in by_id.items():
+        engine.add(plan_request(gen_id, skill_sets[task.robot_type], task.task_input, task.recorded_plan, max_tokens))
+    runs: dict[str, PlanRun] = {}
+    while engine.running:
+        for out in engine.step().outputs:
+            gen_id = out.gen_id
+            texts[gen_id] += out.text
+            tokens[gen_id] += 1
+            cuts[gen_id] += [tokens[gen_id]] * len(segmenters[gen_id].feed(out.text))
+            if out.finished:
+                task = by_id[gen_id]
+                skill_set = skill_sets[task.robot_type]
+                last = segmenters[gen_id].flush()
+                if last is not None and last.text.strip():
+                    cuts[gen_id].append(tokens[gen_id])
+                check = check_generated_plan(skill_set, task.task_input, texts[gen_id], out.truncated)
+                per_segment = [b - a for a, b in zip([0] + cuts[gen_id], cuts[gen_id])]
+                runs[gen_id] = PlanRun(task, skill_set.name, texts[gen_id], tokens[gen_id], check, per_segment)
+                engine.release(gen_id)
+                if on_plan:
+                    on_plan(runs[gen_id])
+    return [runs[gen_id] for gen_id in by_id]
+
+
+def recheck(plans: list[dict], skill_sets: dict[str, SkillSet]) -> list[PlanRun]:
+    """Judge the plans of an earlier report again (its `plans` list), e.g. after the checks
+    changed, without generating them again."""
+    runs = []
+    for item in plans:
+        task = PlanTask(item["id"], item["robot_type"], item["task_input"], split=item.get("split", ""),
+                        kind=item.get("kind", ""), steps=item.get("steps"))
+        skill_set = skill_sets[task.robot_type]
+        check = check_generated_plan(skill_set, task.task_input, item["text"], bool(item["truncated"]))
+        runs.append(PlanRun(task, skill_set.name, item["text"], int(item["tokens"]), check))
+    return runs
+
+
+def summarize(runs: list[PlanRun]) -> dict:
+    n = len(runs)
+    if n == 0:
+        return {key: None for key in SUMMARY_KEYS} | {"tasks": 0}
+    statements = sum(len(r.check.segments) for r in runs)
+    counted = [r for r in runs if r.task.steps is not None]
+    problems = Counter(p.split(":")[0] for r in runs for p in r.check.problems)
+    return {
+        "tasks": n,
+        "valid_rate": sum(r.check.valid for r in runs) / n,
+        "truncated_rate": sum(r.check.truncated for r in runs) / n,
+        "calls_mean": sum(len(r.check.calls) for r in runs) / n,
+        "repeated_statement_fraction": (sum(r.check.repeated_statements for r in runs) / statements
+                                        if statements else 0.0),
+        "tokens_mean": sum(r.tokens for r in runs) / n,
+        "spearman_tokens_steps": spearman([r.tokens for r in counted], [r.task.steps for r in counted]),
+        "problems": dict(problems.most_common()),
+    }
+
+
+def report(runs: list[PlanRun]) -> dict:
+    """The --json document: the summary keys at the top, then per split and per robot type,
+    then every plan."""
+    by_split: dict[str, list[PlanRun]] = {}
+    by_robot: dict[str, list[PlanRun]] = {}
+    for run in runs:
+        if run.task.split:
+            by_split.setdefault(run.task.split, []).append(run)
+        by_robot.setdefault(run.task.robot_type, []).append(run)
+    return {**summarize(runs),
+            "split": {name: summarize(group) for name, group in sorted(by_split.items())},
+            "robot_type": {name: summarize(group) for name, group in sorted(by_robot.items())},
+            "plans": [r.as_json() for r in runs]}

@@ -1,0 +1,36 @@
+"""How a task becomes a generation request: the one place that writes what the model reads.
+
+Per skill set, a shared part (system text with the skills, few-shot examples, the plan
+grammar) that the engine keeps in its prefix cache; per task, the user turn.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from llm_planner.catalog.grammar import plan_grammar
+from llm_planner.catalog.scene import render_task
+from llm_planner.catalog.skills import SkillSet
+from llm_planner.engine.base import GenerationRequest
+
+
+@lru_cache(maxsize=None)
+def shared_request(skill_set: SkillSet) -> GenerationRequest:
+    """The skill set's shared prefix as a request (also what warm-up prefills)."""
+    return GenerationRequest(f"warm-up/{skill_set.name}", skill_set.name, skill_set.prompt(), "warm-up",
+                             forced_output="", chat_prefix=skill_set.chat_prefix(), grammar=plan_grammar(skill_set),
+                             plan_syntax=skill_set.syntax)
+
+
+def user_turn(task_text: str) -> str:
+    """The task as the model reads it: in either input style, its objects, then the
+    instruction (catalog/scene.py)."""
+    return render_task(task_text)
+
+
+def plan_request(gen_id: str, skill_set: SkillSet, task_text: str, recorded_plan: str | None = None,
+                 max_tokens: int = 512) -> GenerationRequest:
+    shared = shared_request(skill_set)
+    return GenerationRequest(gen_id, shared.prefix_key, shared.prefix, user_turn(task_text),
+                             forced_output=recorded_plan, max_tokens=max_tokens, chat_prefix=shared.chat_prefix,
+                             grammar=shared.grammar, plan_syntax=shared.plan_syntax)

@@ -1,0 +1,183 @@
+"""Judging plans: scenes in both input styles, plan validity, the statement repeat bound, the
+task files the plan benchmark reads, and the corpus."""
+
+import json
+import os
+from collections import Counter
+
+import pytest
+
+if not os.environ.get("LLM_PLANNER_REQUIRE_VLLM"):
+    pytest.importorskip("xgrammar")
+
+from llm_planner.catalog.scene import parse_task_text, render_task
+from llm_planner.catalog.skills import load_skill_set
+from llm_planner.catalog.statements import RepeatGuard, StatementSplitter
+from llm_planner.engine.sim import SimEngine
+from llm_planner.lrtrace.formats import FormatError
+from llm_planner.lrtrace.plan_bench import generate_plans, report
+from llm_planner.predictor.rank import spearman
+from llm_planner.lrtrace.task_list import load_plan_tasks
+from llm_planner.planning.plan_check import check_generated_plan
+from llm_planner.settings.paths import data_path
+
+ARTIFACT = ("Scene: [bolt x:0.21 y:0.33 width:0.02 height:0.05, nut x:0.44 y:0.35 width:0.02 height:0.02, "
+            "bin x:0.80 y:0.70 width:0.15 height:0.15], Task: [A] Pick up the bolt and drop it in the bin.")
+
+
+def test_scene_of_the_artifact_style():
+    task = parse_task_text(ARTIFACT)
+    assert task.object_names == ["bolt", "nut", "bin"]
+    assert task.objects[0].attributes == {"x": 0.21, "y": 0.33, "width": 0.02, "height": 0.05}
+    assert task.instruction == "Pick up the bolt and drop it in the bin."
+    assert not task.error_follow_up
+    assert parse_task_text(ARTIFACT.replace("[A]", "[E]")).error_follow_up
+
+
+def test_both_styles_reach_the_model_in_one_form():
+    assert render_task(ARTIFACT) == "Objects: 'bolt', 'nut', 'bin'\nTask: Pick up the bolt and drop it in the bin."
+    assert render_task("Scene: [bolt, nut, bin]. Pick up the bolt and drop it in the bin.") == render_task(ARTIFACT)
+    assert render_task(ARTIFACT.replace("[A]", "[E]")).endswith("Task (error follow-up): Pick up the bolt and drop "
+                                                                "it in the bin.")
+    assert render_task("Fly up 50 cm.") == "Task: Fly up 50 cm."
+    # the few-shot examples are shown in the same form
+    arm = load_skill_set("minispec_arm")
+    assert arm.chat_prefix()[1] == ("user", render_task(arm.spec.examples[0]["task"]))
+
+
+def test_scene_of_the_project_style_and_alerts():
+    task = parse_task_text("ALERT: a person is 20 cm away. Scene: [person, red block]. Move away.")
+    assert task.object_names == ["person", "red block"]
+    assert task.error_follow_up
+    assert task.instruction == "ALERT: a person is 20 cm away. Move away."
+    assert task.names_object("red block") and task.names_object("Person")
+    assert not task.names_object("cup") and not task.names_object("")
+    assert parse_task_text("Objects: ['apple', 'basket']. Put the apple away.").object_names == ["apple", "basket"]
+    assert parse_task_text("Fly up.").objects == ()
+
+
+@pytest.mark.parametrize("skill_set, plan, truncated, problems", [
+    ("minispec_arm", "g('bolt');pk('bolt');g('bin');dr('bin');", False, []),
+    ("minispec_arm", "g('bolt');pk('bolt');g('bin');dr('bin');", True, ["cut at the token limit"]),
+    ("minispec_arm", "g('cup');pk('cup');", False, ["names what the scene and task do not: 'cup'"]),
+    ("minispec_arm", "g('bolt')", False, ["plan ends in the middle of a statement"]),
+    ("python_arm", "pick_up_bolt_and = pick_up_bolt_and\n", False, ["holds no skill call"]),
+    ("python_arm", "x = object_x('bolt')\n", False, ["calls no action, only queries"]),
+    ("python_arm", "take(objects)\n", False, ["reads variables nothing sets: objects"]),
+    ("minispec_arm", "?_1>100{g('bolt')};", False, ["reads variables nothing sets: _1"]),
+    ("minispec_arm", "d(100);g('bolt');", False, ["arguments outside what the robot accepts: d(100)"]),
+    ("minispec_arm", "d(2.5);g('bolt');", False, []),
+    ("minispec_arm", "_1=iv('bolt');?_1==True{g('bolt')};", False, []),
+    ("python_arm", "for obj in ['bolt', 'spoon']:\n    take(obj)\n", False,
+     ["names what the scene and task do not: 'spoon'"]),
+    ("python_arm", "move_to(0.21, 0.33)\ntake('bolt')\nmove_to(object_x('bin'), object_y('bin'))\ndrop('bin')\n",
+     False, []),
+])
+def test_a_plan_is_valid_only_when_a_robot_can_run_it(skill_set, plan, truncated, problems):
+    check = check_generated_plan(load_skill_set(skill_set), ARTIFACT, plan, truncated)
+    assert check.problems == problems
+    assert check.valid == (not problems)
+
+
+def test_objects_named_in_the_task_text_count_and_free_text_does_not_matter():
+    drone = load_skill_set("minispec_drone")
+    text = "Scene: [desk, chair]. Find the bottle and say hello."
+    assert check_generated_plan(drone, text, "s('bottle');g('bottle');l('hello there');").valid
+    assert not check_generated_plan(drone, text, "g('bottles');").valid
+
+
+def test_repeated_statements_and_segments_are_counted():
+    drone = load_skill_set("minispec_drone")
+    check = check_generated_plan(drone, "Survey.", "tp();tc(90);tp();tc(90);tp();")
+    assert len(check.segments) == 5 and check.repeated_statements == 3
+    assert check.calls == ["tp()", "tc(90)", "tp()", "tc(90)", "tp()"]
+
+
+def test_statements_split_at_the_top_level_only():
+    splitter = StatementSplitter("minispec")
+    assert splitter.feed("mf(50);?iv('a;b')==True{g('a');tp()};t") == ["mf(50)", "?iv('a;b')==True{g('a');tp()}"]
+    assert splitter.feed("p();") == ["tp()"]
+    python = StatementSplitter("python")
+    assert python.feed("for obj in ['a', 'b']:\n    take(obj)\nsay('x')") == ["for obj in ['a', 'b']:", "take(obj)"]
+
+
+def test_the_repeat_guard_ends_runs_and_overused_statements():
+    run = RepeatGuard("minispec", max_repeats=4, max_run=2)
+    assert not run.feed("g('a');pk('a');g('a');")
+    assert run.feed("g('a');")  # twice in a row
+    survey = RepeatGuard("minispec", max_repeats=4, max_run=2)
+    assert not survey.feed("tp();tc(90);tp();tc(90);tp();tc(90);")  # tc(90) three times, never in a row
+    assert survey.feed("tp();")  # the fourth tp()
+    # Fed in any pieces (a resumed generation re-reads its plan), the guard ends in the same state.
+    pieces = RepeatGuard("python")
+    for ch in "take('a')\ntake('a')\n":
+        pieces.feed(ch)
+    assert pieces.should_end
+
+
+def test_task_files_of_every_kind(tmp_path):
+    traces = load_plan_tasks(data_path("config", "traces", "timely_tasks.yaml"))
+    assert len(traces) == 11 and all(t.recorded_plan for t in traces)
+    lines = tmp_path / "tasks.jsonl"
+    lines.write_text(json.dumps({"robot_type": "robot arm", "robot_system": "fltrnn python", "task_input": ARTIFACT})
+                     + "\n\n" + json.dumps({"robot_type": "drone", "robot_system": "tello", "task_input": "Fly up."})
+                     + "\n" + json.dumps({"robot_type": "drone", "robot_system": "tello", "task_input": "Fly up."}))
+    tasks = load_plan_tasks(lines)
+    assert [t.robot_type for t in tasks] == ["fltrnn_arm", "tello"]  # the repeated task counted once
+    artifact_jobs = tmp_path / "jobs.json"
+    artifact_jobs.write_text(json.dumps([{"job_id": 0, "trigger time": 0.0, "agent_id": 0, "trace_id": 3,
+                                          "task_input": ARTIFACT, "robot_type": "robot arm",
+                                          "robot_system": "indy7"}]))
+    assert [t.robot_type for t in load_plan_tasks(artifact_jobs)] == ["indy7"]
+    lines.write_text('{"robot_type": "drone"}\n')
+    with pytest.raises(FormatError, match="tasks.jsonl:1: .*task_input"):
+        load_plan_tasks(lines)
+    with pytest.raises(FormatError, match="trace set"):
+        load_plan_tasks(data_path("config", "workloads", "wid1.yaml"))
+
+
+def test_the_benchmark_on_recorded_plans(tokenizer):
+    """The sim engine replays the recorded plans: all are valid, and the report holds the keys."""
+    from llm_planner.domain.clock import VirtualClock
+    from llm_planner.engine.profile import load_engine_profile
+    from llm_planner.settings.config import load_planner_config
+
+    config = load_planner_config()
+    tasks = load_plan_tasks(data_path("config", "traces", "timely_tasks.yaml"))
+    skill_sets = {t.robot_type: load_skill_set(config.robot_type(t.robot_type).skill_set) for t in tasks}
+    engine = SimEngine(load_engine_profile(config.engine_profile), tokenizer, VirtualClock())
+    runs = generate_plans(engine, tasks, skill_sets, max_tokens=100_000)
+    result = report(runs)
+    assert result["tasks"] == 11 and result["valid_rate"] == 1.0 and result["truncated_rate"] == 0.0
+    assert [r.text for r in runs] == [t.recorded_plan for t in tasks]
+    assert result["calls_mean"] == sum(len(r.check.calls) for r in runs) / 11
+    assert set(result["robot_type"]) == {"tello", "indy7", "fltrnn_arm"}
+    assert result["plans"][0]["skill_calls"] == ["s('bottle')", "g('bottle')", "tp()", "l('bottle photographed')"]
+    for run in runs:  # tokens per segment, as the segmenter cut the token stream
+        assert len(run.segment_tokens) == len(run.check.segments) and sum(run.segment_tokens) == run.tokens
+    # a block closes with the token "};": the lone ';' left over is a final segment of no new token
+    assert runs[3].segment_tokens[-1] == 0 and runs[3].check.segments[-1] == ";"
+    no_plan = [t.__class__(**{**t.__dict__, "recorded_plan": None}) for t in tasks[:1]]
+    with pytest.raises(ValueError, match="recorded plans"):
+        generate_plans(engine, no_plan, skill_sets, 100)
+
+
+def test_spearman():
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert spearman([1, 1, 2], [5, 6, 7]) == pytest.approx(0.866, abs=1e-3)
+    assert spearman([1, 2], [1, 2]) is None and spearman([1, 1, 1], [1, 2, 3]) is None
+
+
+def test_the_corpus_covers_what_the_benchmark_needs():
+    tasks = load_plan_tasks(data_path("config", "corpus", "plan_tasks.jsonl"))
+    assert len(tasks) >= 150
+    assert Counter(t.robot_type for t in tasks).keys() == {"tello", "indy7", "fltrnn_arm"}
+    assert {t.kind for t in tasks} >= {"single", "multi", "search", "conditional", "error"}
+    assert min(t.steps for t in tasks) == 1 and max(t.steps for t in tasks) == 8
+    held = [t for t in tasks if t.split == "heldout"]
+    assert abs(len(held) / len(tasks) - 1 / 3) < 0.02
+    texts = [t.task_input for t in tasks]
+    assert any("Task: [E]" in x for x in texts) and any("Task: [A]" in x for x in texts)
+    assert any(x.startswith("Scene: [") and "Task:" not in x for x in texts)
+    assert all(parse_task_text(x).objects for x in texts)
