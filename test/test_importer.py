@@ -69,6 +69,25 @@ def test_simulation_uses_the_jobs_measured_times(artifact, config, tokenizer):
     assert len(arm_times) == 4 and 1.0 <= arm_times[2] <= 3.0  # sampled: object queries + move_to, take
 
 
+def test_a_recorded_one_line_python_plan_replays_call_by_call(tmp_path, config, tokenizer):
+    """A trace whose task_plan is written on one line (`def task(): a; b; ...`), as many LLM
+    planners emit them: imported and simulated, it is sent as one segment per call and every
+    call is executed, in order."""
+    plan = "def task(): move_to(0.2, 0.3); take('box'); move_to(0.5, 0.6); drop('box')"
+    trace = {**ARTIFACT_TRACES["3"], "task_plan": plan, "exe_time_detail": [
+        ["move_to", 1.0], ["take", 2.0], ["move_to", 1.5], ["drop", 2.5]]}
+    job = {**ARTIFACT_JOBS[2], "trigger time": 0.0, "exe_time_detail": trace["exe_time_detail"]}
+    (tmp_path / "traces.json").write_text(json.dumps({"3": trace}))
+    (tmp_path / "jobs.json").write_text(json.dumps([job]))
+    workload, _ = load_workload(tmp_path / "jobs.json")
+    record = simulate(workload, load_traces(tmp_path / "traces.json"), "timely", config, 0, tokenizer).records[0]
+    assert record.state.name == "SUCCEEDED"
+    assert [s.call_texts for s in record.segments] == [
+        ["move_to(0.2, 0.3)"], ["take('box')"], ["move_to(0.5, 0.6)"], ["drop('box')"]]
+    assert [t for s in record.segments for t in s.call_times_s] == [1.0, 2.0, 1.5, 2.5]
+    assert all(s.finished_s <= n.started_s for s, n in zip(record.segments, record.segments[1:]))
+
+
 @pytest.mark.parametrize("content", ["[]", "{\"a\": 1}", "[{\"job_id\": 0}]", "not json"])
 def test_unrecognised_files_are_rejected(tmp_path, content):
     path = tmp_path / "x.json"

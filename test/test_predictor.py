@@ -9,7 +9,11 @@ pytest.importorskip("torch")
 from llm_planner.predictor.dataset import PlanSample, read_samples, write_samples
 from llm_planner.predictor.evaluate import RESULT_KEYS, evaluate, train_predictor
 from llm_planner.predictor.features import task_features
-from llm_planner.predictor.predict import LengthPrediction, LengthPredictor, conditional_mean
+from llm_planner.predictor.predict import (
+    LengthPrediction,
+    LengthPredictor,
+    conditional_mean,
+)
 
 
 def test_features_count_what_makes_plans_long():
@@ -71,7 +75,8 @@ def test_the_checkpoint_round_trips(trained, tmp_path):
     trained.save(tmp_path / "p.pt")
     loaded = LengthPredictor.load(tmp_path / "p.pt")
     text = "Scene: [cup]. Climb 40 cm and take a photo."
-    assert loaded.predict("minispec_drone", text).tokens == pytest.approx(trained.predict("minispec_drone", text).tokens)
+    before = trained.predict("minispec_drone", text).tokens
+    assert loaded.predict("minispec_drone", text).tokens == pytest.approx(before)
     assert loaded.model.model_name == "test-model" and loaded.model.skill_sets == ["minispec_drone", "python_arm"]
     assert (tmp_path / "p.pt").stat().st_size < 100_000
 
@@ -95,3 +100,42 @@ def test_samples_round_trip_and_bad_lines_are_named(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"task_id": 1}\n')
     with pytest.raises(ValueError, match="bad.jsonl:1"):
         read_samples(tmp_path / "bad.jsonl")
+
+
+def test_the_planner_prices_segments_with_the_predictor(config, tokenizer):
+    """`predictor: auto`: the committed checkpoint's estimates replace l_max; a workload runs to
+    its end under timely and every estimate is dropped once its task ends."""
+    from llm_planner.catalog.skills import load_skill_set
+    from llm_planner.lrtrace.composer import (
+        compose_preset,
+        load_preset,
+        mean_exec_times,
+        preset_traces,
+    )
+    from llm_planner.lrtrace.simulate import simulate
+    from llm_planner.planning.segment_lengths import (
+        FixedSegmentLengths,
+        PredictedSegmentLengths,
+        make_segment_lengths,
+    )
+
+    assert isinstance(make_segment_lengths(config), FixedSegmentLengths)
+    predicted = config.model_copy(update={"predictor": "auto"})
+    lengths = make_segment_lengths(predicted)
+    assert isinstance(lengths, PredictedSegmentLengths) and lengths.at_current_batch
+    drone = load_skill_set("minispec_drone")
+    lengths.start("t", drone, "Scene: [desk]. Fly 50 cm forward, then take a photo.")
+    first = lengths.next_segment_tokens("t", drone, 0, 0)
+    assert first > 0 and first != drone.segment_tokens
+    lengths.forget("t")
+    assert lengths.next_segment_tokens("t", drone, 0, 0) == drone.segment_tokens  # unknown task: l_max
+    with pytest.raises(FileNotFoundError, match="predictor checkpoint"):
+        make_segment_lengths(config.model_copy(update={"predictor": "missing.pt"}))
+
+    preset = load_preset("wid1")
+    traces = preset_traces(preset)
+    workload = compose_preset(preset, 0, traces, mean_exec_times(traces, config.robot_types))
+    workload = workload.model_copy(update={"jobs": workload.jobs[:60]})
+    result = simulate(workload, traces, "timely", predicted, 0, tokenizer)
+    assert len(result.records) == 60 and all(r.state.terminal for r in result.records)
+    assert all(r.state.name == "SUCCEEDED" for r in result.records)

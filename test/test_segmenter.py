@@ -128,3 +128,58 @@ def test_a_call_text_parses_to_the_one_call_it_is(drone, python_arm):
     for bad in ("zz(1)", "mf(50);tc(90)", ""):
         with pytest.raises(ValueError, match="is not a call"):
             drone.parse_call(bad)
+
+
+ONE_LINE = "def task(): move_to(1, 2); take('box'); move_to(3, 4); drop('box')"
+ONE_PER_LINE = "move_to(1, 2)\ntake('box')\nmove_to(3, 4)\ndrop('box')\n"
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1000])
+@pytest.mark.parametrize("plan", [ONE_LINE, ONE_PER_LINE, "move_to(1, 2); take('box')\nmove_to(3, 4); drop('box')\n",
+                                  "def task():\n    move_to(1, 2)\n    take('box')\n"
+                                  "    move_to(3, 4)\n    drop('box')\n"])
+def test_a_one_line_plan_segments_as_one_statement_per_line(python_arm, plan, chunk):
+    segments = stream(python_arm, plan, chunk)
+    assert [s.call_texts for s in segments] == [["move_to(1, 2)"], ["take('box')"], ["move_to(3, 4)"], ["drop('box')"]]
+    assert "".join(s.text for s in segments) == plan
+
+
+def test_a_header_with_its_body_on_its_line_stays_one_statement(python_arm):
+    segments = stream(python_arm, "for o in ['a', 'b']: take(o); drop('bin')\nsay('x'); say('y;z')\n", 1)
+    assert [s.call_texts for s in segments] == [["take(o)", "drop('bin')"], ["say('x')"], ["say('y;z')"]]
+    nested = "def task():\n    take('a')\n    for o in ['b']:\n        take(o)\n    drop('bin')\n"
+    assert [s.call_texts for s in stream(python_arm, nested, 2)] == [["take('a')"], ["take(o)"], ["drop('bin')"]]
+
+
+@pytest.mark.parametrize("plan", [ONE_LINE, ONE_PER_LINE, PY_PLAN, "say('a;b'); take('c')  # x; y\ndrop('d')\n",
+                                  "def task():\n    take('a'); take('b')\n    for o in ['c']: take(o); drop(o)\n"])
+def test_cuts_agree_with_pythons_tokenizer(python_arm, plan):
+    """Python's own tokenize, on the whole plan, as the reference: the segmenter cuts only
+    where a statement ends (a NEWLINE token, or a ';' outside brackets), and at every ';' that
+    ends a simple statement (not one in a block header's line) after a call."""
+    import io
+    import tokenize
+
+    offsets = [0]
+    for line in plan.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(line))
+    statement_ends, semicolons, depth, header = set(), set(), 0, False
+    for tok in tokenize.generate_tokens(io.StringIO(plan).readline):
+        at = offsets[tok.end[0] - 1] + tok.end[1]
+        if tok.type == tokenize.OP and tok.string in "([{":
+            depth += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            depth -= 1
+        elif tok.type == tokenize.OP and tok.string == ":" and depth == 0:
+            header = not tok.line.lstrip().startswith("def ")
+        elif tok.type == tokenize.OP and tok.string == ";" and depth == 0:
+            statement_ends.add(at)
+            if not header:
+                semicolons.add(at)
+        elif tok.type == tokenize.NEWLINE:
+            statement_ends.add(at)
+            header = False
+    segments = stream(python_arm, plan, 1)
+    cuts = {sum(len(s.text) for s in segments[:i + 1]) for i in range(len(segments) - 1)}
+    assert cuts <= statement_ends
+    assert {at for at in semicolons if python_arm.find_calls(plan[:at])} <= cuts

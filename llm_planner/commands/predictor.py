@@ -3,7 +3,6 @@ evaluation, on the configured engine."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -111,8 +110,9 @@ def cmd_eval(args) -> int:
         raise FileNotFoundError(f"no predictor checkpoint {checkpoint}: `llm-planner predictor collect` then `train`")
     predictor = LengthPredictor.load(checkpoint)
     if predictor.model.model_name != model_name:
-        Console(stderr=True).print(f"[yellow]warning: the checkpoint learned the plans of {predictor.model.model_name}, "
-                                   f"the engine runs {model_name}: plan lengths depend on the model")
+        Console(stderr=True).print(f"[yellow]warning: the checkpoint learned the plans of "
+                                   f"{predictor.model.model_name}, the engine runs {model_name}: "
+                                   "plan lengths depend on the model")
     if args.tasks.endswith(".jsonl") and _is_samples(args.tasks):
         samples = read_samples(args.tasks)
     else:

@@ -88,7 +88,8 @@ def recheck(plans: list[dict], skill_sets: dict[str, SkillSet]) -> list[PlanRun]
                         kind=item.get("kind", ""), steps=item.get("steps"))
         skill_set = skill_sets[task.robot_type]
         check = check_generated_plan(skill_set, task.task_input, item["text"], bool(item["truncated"]))
-        runs.append(PlanRun(task, skill_set.name, item["text"], int(item["tokens"]), check))
+        runs.append(PlanRun(task, skill_set.name, item["text"], int(item["tokens"]), check,
+                            list(item.get("segment_tokens", []))))
     return runs
 
 

@@ -31,6 +31,7 @@ from llm_planner.domain.tasks import (
 from llm_planner.engine.base import Engine, EngineError, GenerationRequest, TokenOutput
 from llm_planner.planning.intake import instruction_problem
 from llm_planner.planning.prompts import plan_request, shared_request
+from llm_planner.planning.segment_lengths import make_segment_lengths
 from llm_planner.planning.segmenter import Segment, Segmenter, make_segmenter, split_segments
 from llm_planner.sched.batch import BatchController
 from llm_planner.sched.queues import Policy, QueueEntry
@@ -52,6 +53,8 @@ class Generation:
     in_engine: bool = False
     run_started_s: float = math.nan
     seg_tokens: int = 0  # tokens generated since the last segment boundary
+    tokens: int = 0  # tokens generated in all
+    expected_segment_tokens: float = 0.0  # what the segment being generated is expected to take
     text_parts: list[str] = field(default_factory=list)
     deadline_s: float = math.inf  # when the segment being generated is due
     plan_done: bool = False
@@ -78,6 +81,7 @@ class Planner:
         self.batch = BatchController(config.batch, engine, latency_guided=config.batch.latency_guided and policy.suspend,
                                      preemptive=policy.suspend)
         self.records: dict[str, TaskRecord] = {}
+        self.segment_lengths = make_segment_lengths(config)
         # (robot type, skill, numeric argument, seconds) of every executed call, for refits
         self.exec_samples: list[tuple[str, str, float | None, float]] = []
         self._gens: dict[str, Generation] = {}
@@ -121,6 +125,8 @@ class Planner:
         skill_set, model = self._types[request.robot_type]
         gen = Generation(record, skill_set, make_segmenter(skill_set), self._generation_request(request),
                          RobotWork(model, self.exec_stat))
+        self.segment_lengths.start(request.task_id, skill_set, request.instruction)
+        gen.expected_segment_tokens = self.segment_lengths.next_segment_tokens(request.task_id, skill_set, 0, 0)
         self._gens[request.task_id] = gen
         self._enqueue(gen, first=True)
         self._emit(record, TaskState.QUEUED)
@@ -160,13 +166,26 @@ class Planner:
             gen_id=req.task_id,
             tuf=req.tuf if first else req.tuf.resumed(),
             ref_s=req.arrival_s if first else gen.robot.free_s,
-            gen_time_s=self._gen_time[(gen.skill_set.name, first)],
+            gen_time_s=self._segment_gen_time(gen, first),
             arrival_s=req.arrival_s,
             first_deadline_s=req.arrival_s + req.tuf.ert_s,
         )
         gen.deadline_s = entry.deadline_s
         gen.entry = entry
         return entry
+
+    def _segment_gen_time(self, gen: Generation, first: bool) -> float:
+        """G of the segment the generation works on next: its expected tokens at the running
+        batch (with a predictor; else l_max at batch 1, the per-skill-set constant)."""
+        if not self.segment_lengths.at_current_batch:
+            return self._gen_time[(gen.skill_set.name, first)]
+        running = self.engine.running
+        joins = gen.task_id not in running
+        batch = len(running) + joins
+        context = sum(self.engine.context_tokens(g) for g in running) + joins * _TYPICAL_CONTEXT_TOKENS
+        step = self.engine.predict_step_s(batch, context)
+        prefill = self.engine.predict_step_s(batch, context, TYPICAL_PROMPT_TOKENS) - step if first else 0.0
+        return prefill + gen.expected_segment_tokens * step
 
     def _robot_would_starve(self, gen: Generation, now: float) -> bool:
         """True if the robot will finish its dispatched work before the next segment could be
@@ -176,7 +195,7 @@ class Planner:
         context = sum(self.engine.context_tokens(g) for g in running)
         step = self.engine.predict_step_s(len(running), context)
         next_segment = self.engine.predict_step_s(len(running), context, resumes=1) \
-            + (gen.skill_set.segment_tokens - 1) * step
+            + max(0.0, gen.expected_segment_tokens - 1) * step
         return gen.robot.free_s - now <= next_segment
 
     # ----------------------------------------------------------------- engine loop
@@ -230,6 +249,7 @@ class Planner:
             record.first_token_s = now
         gen.text_parts.append(out.text)
         gen.seg_tokens += 1
+        gen.tokens += 1
         segments = gen.segmenter.feed(out.text) if self.policy.segmented else []
         if out.finished:
             gen.plan_done = True
@@ -251,6 +271,8 @@ class Planner:
             self._maybe_complete(gen)
         elif segments:
             gen.seg_tokens = 0
+            gen.expected_segment_tokens = self.segment_lengths.next_segment_tokens(
+                gen.task_id, gen.skill_set, gen.tokens, len(record.segments))
             entry = self._next_entry(gen, first=False)  # the next segment is due when the robot is free
             # Suspend, unless that would only leave the robot idle: then it keeps generating.
             if self.policy.suspend and not self._robot_would_starve(gen, now):
@@ -329,6 +351,7 @@ class Planner:
         self._finish_record(gen.record, state, message)
 
     def _finish_record(self, record: TaskRecord, state: TaskState, message: str) -> None:
+        self.segment_lengths.forget(record.request.task_id)
         record.message = message
         record.finished_s = self.clock.now()
         self._emit(record, state, message=message, segment_index=len(record.segments))

@@ -8,9 +8,13 @@ MiniSpec  A statement ends at `;` outside quotes, parentheses and braces, or at 
           closes a top-level loop `N{...}` or conditional `?cond{...}`. A loop or conditional
           is therefore sent whole, once its closing brace arrives; its header alone is never a
           segment. Text inside '...' or "..." never ends a statement.
-Python    A logical line ends at a newline outside brackets and strings. A line ending in `:`
-          opens a block (`for`, `if`, `while`, `def`, ...) that is complete when the next
-          line starting at column 0 is not `else`/`elif`/`except`/`finally`.
+Python    A statement ends at a newline outside brackets and strings, or at a `;` outside them
+          (`a(); b()` is two statements, as on two lines). A line ending in `:` opens a block
+          (`for`, `if`, `while`, ...) that is complete when the next line at the header's
+          indentation or left of it is not `else`/`elif`/`except`/`finally`; a header with its
+          body on the same line (`for o in l: a(); b()`) is one statement. `def task():` only
+          wraps a plan, as many LLM planners write it: its body's statements (on its line after
+          the `:`, or on the indented lines below) are segmented as the plan's own.
 
 A completed statement without a skill call (an assignment, a comment, `;`) is kept and sent
 with the next statement that has one, so the concatenated segments always equal the output.
@@ -137,23 +141,32 @@ class PythonSegmenter(Segmenter):
     def __init__(self, skill_set: SkillSet) -> None:
         super().__init__(skill_set)
         self._statement: list[str] = []  # completed lines of the current statement/block
-        self._line: list[str] = []
+        self._line: list[str] = []  # the current line since a statement last ended on it
         self._comment = False
         self._depth = 0
         self._in_block = False
+        self._block_indent = 0  # indentation of the header that opened the block
+        self._indent = 0  # indentation of the current line
+        self._at_line_start = True  # only spaces read on this line so far
         self._line_has_code = False
+        self._header_colon = False  # a ':' outside brackets on this line: a block header
+        self._first_word = ""  # the current line's first word ('def', 'for', 'else', ...)
+        self._reading_first_word = False
         self._last_code_char = ""
-        self._word: str | None = None  # first word of a column-0 line inside a block
+        self._deciding = False  # reading the first word of a line that may end the block
 
     def feed(self, text: str) -> list[Segment]:
         out: list[Segment] = []
         for ch in text:
-            if self._word is not None:
+            if self._reading_first_word:
                 if ch.isalnum() or ch == "_":
-                    self._word += ch
+                    self._first_word += ch
                     self._line.append(ch)
+                    self._last_code_char = ch
                     continue
-                self._decide_block_end(out)
+                self._reading_first_word = False
+                if self._deciding:
+                    self._decide_block_end(out)
             self._line.append(ch)
             if self._comment:
                 if ch == "\n":
@@ -167,17 +180,22 @@ class PythonSegmenter(Segmenter):
                     self._end_line(out)
                 continue
             if ch in " \t\r":
+                self._indent += self._at_line_start
                 continue
-            if not self._line_has_code:
+            if self._at_line_start:
+                self._at_line_start = False
                 self._line_has_code = ch != "#"
-                if self._in_block and len(self._line) == 1:
-                    # A column-0 line in a block: its first word decides whether the block ended.
-                    if ch.isalpha() or ch == "_":
-                        self._word = ch
-                        self._last_code_char = ch
-                        continue
-                    self._word = ""
+                # Back at (or left of) the block header's indentation, a line's first word
+                # decides whether the block ended (`else:` continues it).
+                self._deciding = self._in_block and self._line_has_code and self._indent <= self._block_indent
+                if ch.isalpha() or ch == "_":
+                    self._first_word, self._reading_first_word = ch, True
+                    self._last_code_char = ch
+                    continue
+                if self._deciding:
                     self._decide_block_end(out)
+            elif ch != "#":
+                self._line_has_code = True  # code after a statement that ended on this line
             if ch == "#":
                 self._comment = True
             elif ch == "'" or ch == '"':
@@ -186,27 +204,53 @@ class PythonSegmenter(Segmenter):
                 self._depth += 1
             elif ch in ")]}":
                 self._depth = max(0, self._depth - 1)
+            elif ch == ":" and self._depth == 0 and not self._in_block:
+                if self._first_word == "def":
+                    # `def task():` only wraps the plan: the statements of its body are the plan's.
+                    self._end_statement(out, wrapper=True)
+                    continue
+                self._header_colon = True
+            elif ch == ";" and self._depth == 0 and not self._in_block and not self._header_colon:
+                self._end_statement(out)  # `a(); b()` is two statements, as on two lines
+                continue
             self._last_code_char = ch
         return out
 
     def _decide_block_end(self, out: list[Segment]) -> None:
-        word, self._word = self._word, None
-        if word in _BLOCK_CONTINUATIONS:
+        self._deciding = False
+        if self._first_word in _BLOCK_CONTINUATIONS:
             return
         block = "".join(self._statement)
         self._statement.clear()
         self._in_block = False
         self._statement_done(block, out)
 
+    def _end_statement(self, out: list[Segment], wrapper: bool = False) -> None:
+        """A statement ends inside the line (at ';', or a `def ...:` header); the rest of the
+        line is read as the next statement."""
+        statement = "".join(self._statement) + "".join(self._line)
+        self._statement.clear()
+        self._line.clear()
+        self._line_has_code = self._header_colon = False
+        self._first_word = self._last_code_char = ""
+        if wrapper:
+            self._prefix.append(statement)  # sent with the first statement of its body
+        else:
+            self._statement_done(statement, out)
+
     def _end_line(self, out: list[Segment]) -> None:
         line = "".join(self._line)
         self._line.clear()
-        has_code, self._line_has_code = self._line_has_code, False
+        has_code, header = self._line_has_code, self._header_colon
+        indent = self._indent
+        self._line_has_code = self._header_colon = False
+        self._indent, self._at_line_start, self._first_word = 0, True, ""
         self._statement.append(line)
         if self._in_block or not has_code:
             return
-        if self._last_code_char == ":":
+        if header and self._last_code_char == ":":
             self._in_block = True
+            self._block_indent = indent
             return
         statement = "".join(self._statement)
         self._statement.clear()

@@ -23,7 +23,8 @@ def train_predictor(samples: list[PlanSample], model_name: str, epochs: int = 60
     words = np.asarray([task_features(s.task_input).words for s in samples])
     tokens = np.asarray([s.tokens for s in samples], float)
     slope, intercept = np.polyfit(words, tokens, 1) if len(set(words)) > 1 else (0.0, tokens.mean())
-    model.info |= {"baseline_mean_tokens": float(tokens.mean()), "baseline_length_fit": [float(slope), float(intercept)],
+    model.info |= {"baseline_mean_tokens": float(tokens.mean()),
+                   "baseline_length_fit": [float(slope), float(intercept)],
                    "skill_sets": sorted({s.skill_set for s in samples})}
     return LengthPredictor(model)
 

@@ -88,7 +88,8 @@ def train(features: list[list[float]], skill_sets: list[str], tokens: list[int],
     them is lowest: a few hundred noisy plans overfit a network quickly."""
     torch.manual_seed(seed)
     x_raw = np.asarray(features, dtype=np.float32)
-    mean, std = x_raw.mean(axis=0), x_raw.std(axis=0) + 1e-6
+    # a feature constant in training scales by 1, so an unseen value cannot blow up the input
+    mean, std = x_raw.mean(axis=0), np.where(x_raw.std(axis=0) < 1e-3, 1.0, x_raw.std(axis=0))
     edges = bucket_edges(tokens)
     model = TrainedModel(LengthNet(x_raw.shape[1] + len(sorted(set(skill_sets))), len(edges) - 1),
                          feature_names, sorted(set(skill_sets)), mean, std, edges, model_name)

@@ -12,9 +12,9 @@
 
 from __future__ import annotations
 
+import math
 from typing import Protocol
 
-from llm_planner.catalog.skills import SkillSet
 from llm_planner.engine.base import Engine, GenerationRequest
 from llm_planner.sched.queues import QueueEntry, ReadyQueue
 from llm_planner.settings.config import BatchConfig
@@ -25,10 +25,10 @@ class Generation(Protocol):
 
     task_id: str
     request: GenerationRequest
-    skill_set: SkillSet
     entry: QueueEntry | None
     in_engine: bool  # its context is in the engine (a resume, no prompt prefill)
     seg_tokens: int  # tokens generated since its last segment boundary
+    expected_segment_tokens: float  # what its current segment is expected to take
     deadline_s: float  # when its current segment is due
 
 
@@ -67,10 +67,10 @@ class BatchController:
                     break
             if gen.in_engine:
                 prefill, new_context = 0, self.engine.context_tokens(gen.task_id)
-                kv_needed = gen.skill_set.segment_tokens
+                kv_needed = math.ceil(gen.expected_segment_tokens)
             else:
                 prefill = self.engine.prompt_tokens(gen.request)
-                new_context, kv_needed = prefill, prefill + gen.skill_set.segment_tokens
+                new_context, kv_needed = prefill, prefill + math.ceil(gen.expected_segment_tokens)
             if kv_needed > kv_free:
                 break
             base = [g for g in batch if g is not victim]
@@ -100,7 +100,7 @@ class BatchController:
         first = self.engine.predict_step_s(len(batch) + 1, context, prefill, resumes)
         for gen in batch:
             slack = gen.deadline_s - now
-            remaining = max(1, gen.skill_set.segment_tokens - gen.seg_tokens)
+            remaining = max(1, math.ceil(gen.expected_segment_tokens) - gen.seg_tokens)
             if remaining * step_now < slack <= first + (remaining - 1) * step:
                 return False
         return True

@@ -75,6 +75,9 @@ class PlannerConfig(_Strict):
     robot_types: dict[str, RobotTypeConfig]
     batch: BatchConfig = BatchConfig()
     vllm: VllmConfig = VllmConfig()
+    # How a segment's tokens are estimated (planning/segment_lengths.py): none = the skill set's
+    # segment_tokens; auto = config/predictor/<vllm.model>.pt; or a checkpoint's path.
+    predictor: str = Field(default="none", min_length=1)
 
     @model_validator(mode="after")
     def _unique_levels(self) -> PlannerConfig:

@@ -1,0 +1,75 @@
+"""How many tokens a generation's next segment will take: what G(s) in PUD, the batch
+controller's admission test and the decision to keep a generation running are priced with.
+
+`FixedSegmentLengths` (config `predictor: none`, the default): the skill set's `segment_tokens`
+(l_max) for every segment, and G at batch 1, as the TimelyLLM paper does.
+`PredictedSegmentLengths` (`predictor: auto` or a checkpoint path): the length predictor's
+estimate for this task, refined as the plan is generated, and G at the current batch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from llm_planner.catalog.skills import SkillSet
+from llm_planner.settings.config import PlannerConfig
+from llm_planner.settings.paths import data_path
+
+
+class SegmentLengths(Protocol):
+    at_current_batch: bool  # price G at the running batch size (else at batch 1)
+
+    def start(self, task_id: str, skill_set: SkillSet, task_text: str) -> None: ...
+
+    def next_segment_tokens(self, task_id: str, skill_set: SkillSet, tokens: int, segments: int) -> float:
+        """Expected tokens of the segment after `tokens` generated in `segments` segments."""
+
+    def forget(self, task_id: str) -> None: ...
+
+
+class FixedSegmentLengths:
+    at_current_batch = False
+
+    def start(self, task_id: str, skill_set: SkillSet, task_text: str) -> None:
+        pass
+
+    def next_segment_tokens(self, task_id: str, skill_set: SkillSet, tokens: int, segments: int) -> float:
+        return float(skill_set.segment_tokens)
+
+    def forget(self, task_id: str) -> None:
+        pass
+
+
+class PredictedSegmentLengths:
+    at_current_batch = True
+
+    def __init__(self, checkpoint: Path) -> None:
+        from llm_planner.predictor.predict import LengthPredictor  # torch, only when configured
+
+        self.predictor = LengthPredictor.load(checkpoint)
+        self._predictions = {}
+
+    def start(self, task_id: str, skill_set: SkillSet, task_text: str) -> None:
+        self._predictions[task_id] = self.predictor.predict(skill_set.name, task_text)
+
+    def next_segment_tokens(self, task_id: str, skill_set: SkillSet, tokens: int, segments: int) -> float:
+        prediction = self._predictions.get(task_id)
+        if prediction is None:
+            return float(skill_set.segment_tokens)
+        return max(1.0, self.predictor.remaining(prediction, tokens, segments).next_segment_tokens)
+
+    def forget(self, task_id: str) -> None:
+        self._predictions.pop(task_id, None)
+
+
+def make_segment_lengths(config: PlannerConfig) -> SegmentLengths:
+    if config.predictor == "none":
+        return FixedSegmentLengths()
+    if config.predictor == "auto":
+        path = data_path("config", "predictor", f"{Path(config.vllm.model).name}.pt")
+    else:
+        path = Path(config.predictor)
+    if not path.is_file():
+        raise FileNotFoundError(f"predictor checkpoint {path} not found (`llm-planner predictor train` makes one)")
+    return PredictedSegmentLengths(path)
