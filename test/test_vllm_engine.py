@@ -223,8 +223,12 @@ def test_lrtrace_compare_runs_an_imported_artifact_workload_on_the_real_engine(t
     out = tmp_path / "out.json"
     proc = subprocess.run([sys.executable, "-m", "llm_planner.commands.lrtrace", "compare", str(jobs), "--traces", str(traces),
                            "--engine", "vllm", "--policies", "timely,vllm", "--check-sim", "--json", str(out),
-                           "--no-plots", "--quiet"], capture_output=True, text=True, timeout=600)
+                           "--no-plots", "--quiet"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # run as a command, the libraries' chatter (vLLM, torch) goes to the log, not the terminal
+    assert "library messages go to out/lrtrace.log" in proc.stderr
+    assert "vllm" in (tmp_path / "out" / "lrtrace.log").read_text().lower()
+    assert "WARNING" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     assert list(result) == ["timely", "vllm"]
     for per_level in result.values():

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from llm_planner.catalog.tokenizer import load_tokenizer
+from llm_planner.commands.quiet import route_library_output
 from llm_planner.lrtrace import report
 from llm_planner.lrtrace.composer import compose_preset, list_presets, load_preset, mean_exec_times, preset_traces
 from llm_planner.lrtrace.formats import FormatError, TraceSet, Workload, save
@@ -554,11 +555,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("presets", help="list workload presets")
     p.set_defaults(func=cmd_presets)
+    for p in sub.choices.values():
+        p.add_argument("--verbose", action="store_true",
+                       help="show the libraries' messages (vLLM, torch, ROS 2 logs) here instead of in out/lrtrace.log")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if argv is None and not args.verbose:  # run as a command: keep its terminal for its own output
+        log = route_library_output(Path("out") / "lrtrace.log", [console])
+        console.print(f"[dim]library messages go to {log} (--verbose shows them here)[/dim]")
     try:
         return args.func(args)
     except (CliError, FormatError, ConfigError, ValueError, FileNotFoundError) as exc:
