@@ -136,7 +136,8 @@ def test_the_repeat_guard_lets_a_plan_only_end_once_a_statement_repeats(engine):
         logits = constraint(ids, [], torch.zeros(vocab))  # the whole plan so far is in the prompt
         return set(torch.nonzero(logits > float("-inf")).flatten().tolist())
 
-    assert allowed_next("tp();tp();") == set(stops) & allowed_next("tp();")
+    ends_allowed = set(stops) & allowed_next("tp();")
+    assert ends_allowed and allowed_next("tp();tp();") == ends_allowed
     assert len(allowed_next("tp();tc(90);")) > 10  # no repeat: any statement may follow
     mid_statement = allowed_next("tp();tp();mf(")  # cannot end here: the grammar decides
     assert mid_statement and not mid_statement & set(stops)

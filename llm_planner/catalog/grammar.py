@@ -17,8 +17,9 @@ Two grammars per skill set:
 
 MiniSpec  statements end with ';' (optional before '}' and after a block), loops `N{...}`
           (N < 100; in the plan grammar 2-9), conditionals `?a==b&c<d{...}`, assignments
-          `_1=call`, returns `->value` (syntax only: a plan has no caller to return to). A block holds no nested block:
-          a block is sent to the robot only once it closes, so it must close soon.
+          `_1=call`, returns `->value` (syntax only: a plan has no caller to return to). A
+          block holds no nested block: a block is sent to the robot only once it closes, so it
+          must close soon.
 Python    one statement per line, `for`/`if`/`else` blocks one level deep with a four-space body.
 Literals are bounded (names, strings, numbers), so a weak model cannot run on inside one.
 
@@ -131,7 +132,7 @@ def _same_width(lo: str, hi: str) -> list[str]:
     if rest == 0:
         return [f"[{lo}-{hi}]"]
     if lo[0] == hi[0]:
-        return [f'"{lo[0]}" ({alt})' for alt in [" | ".join(_same_width(lo[1:], hi[1:]))]]
+        return [f'"{lo[0]}" ({" | ".join(_same_width(lo[1:], hi[1:]))})']
     out = [f'"{lo[0]}" ({" | ".join(_same_width(lo[1:], "9" * rest))})']
     if int(hi[0]) - int(lo[0]) > 1:
         out.append(f"[{int(lo[0]) + 1}-{int(hi[0]) - 1}]" + " [0-9]" * rest)

@@ -11,11 +11,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from llm_planner.catalog.skills import load_skill_set
+from llm_planner.catalog.skills import SkillSet, load_skill_set
 from llm_planner.domain.clock import VirtualClock, WallClock
 from llm_planner.engine.factory import make_sim_engine, make_vllm_engine
-from llm_planner.lrtrace.plan_bench import generate_plans, recheck, report
-from llm_planner.lrtrace.task_list import load_plan_tasks
+from llm_planner.lrtrace.plan_bench import PlanRun, generate_plans, recheck, report
+from llm_planner.lrtrace.task_list import PlanTask, load_plan_tasks
 from llm_planner.settings.config import load_planner_config
 
 _COLUMNS = [("tasks", "tasks", "{:d}"), ("valid_rate", "valid", "{:.0%}"), ("truncated_rate", "cut", "{:.0%}"),
@@ -54,16 +54,25 @@ def cmd_plans(args: argparse.Namespace) -> int:
         tasks = tasks[:args.limit]
     if not tasks:
         raise ValueError(f"{args.tasks}: no tasks{f' of split {args.split!r}' if args.split else ''}")
-    skill_sets = {name: load_skill_set(config.robot_type(name).skill_set) for name in {t.robot_type for t in tasks}}
     engine_name = args.engine or config.engine
+    if engine_name == "vllm" and args.unconstrained:
+        config = config.model_copy(update={"vllm": config.vllm.model_copy(update={"constrained": False})})
+    runs, max_tokens = generate_on_engine(config, engine_name, args.model, tasks)
+    result = {"engine": engine_name, "max_tokens": max_tokens if engine_name == "vllm" else None,
+              "constrained": engine_name == "vllm" and config.vllm.constrained,
+              "task_file": str(args.tasks), **report(runs)}
+    _show(result, args.json, f"{len(runs)} plans from {args.tasks} on the {engine_name} engine")
+    return 0
+
+
+def generate_on_engine(config, engine_name: str, model: str | None, tasks: list[PlanTask]) -> tuple[list[PlanRun], int]:
+    """Every task's plan on the named engine (sim: the recorded plans, whole; vllm: the
+    planner's token limit), with progress; returns the runs and the token limit used."""
+    skill_sets = _skill_sets(config, {t.robot_type for t in tasks})
     if engine_name == "vllm":
-        if args.unconstrained:
-            config = config.model_copy(update={"vllm": config.vllm.model_copy(update={"constrained": False})})
-        engine = make_vllm_engine(config, WallClock(), args.model)
-        max_tokens = config.vllm.max_plan_tokens
+        engine, max_tokens = make_vllm_engine(config, WallClock(), model), config.vllm.max_plan_tokens
     else:
-        engine = make_sim_engine(config, VirtualClock())
-        max_tokens = 100_000  # a recorded plan is replayed whole
+        engine, max_tokens = make_sim_engine(config, VirtualClock()), 100_000
     console = Console(stderr=True)
     with Progress(TextColumn("[bold]plans"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as progress:
@@ -76,12 +85,12 @@ def cmd_plans(args: argparse.Namespace) -> int:
             if not console.is_terminal and len(done) % max(1, len(tasks) // 10) == 0:
                 console.print(f"plans: {len(done)}/{len(tasks)}")  # a log has no live bar
 
-        runs = generate_plans(engine, tasks, skill_sets, max_tokens, on_plan=on_plan)
-    result = {"engine": engine_name, "max_tokens": max_tokens if engine_name == "vllm" else None,
-              "constrained": engine_name == "vllm" and config.vllm.constrained,
-              "task_file": str(args.tasks), **report(runs)}
-    _show(result, args.json, f"{len(runs)} plans from {args.tasks} on the {engine_name} engine")
-    return 0
+        return generate_plans(engine, tasks, skill_sets, max_tokens, on_plan=on_plan), max_tokens
+
+
+def _skill_sets(config, robot_types: set[str]) -> dict[str, SkillSet]:
+    """Robot type -> its skill set."""
+    return {name: load_skill_set(config.robot_type(name).skill_set) for name in robot_types}
 
 
 def _recheck(args: argparse.Namespace, config) -> int:
@@ -92,8 +101,7 @@ def _recheck(args: argparse.Namespace, config) -> int:
         raise ValueError(f"{args.tasks}: not a report of `llm-planner plans --json` ({exc})") from None
     if args.split:
         plans = [p for p in plans if p.get("split") == args.split]
-    skill_sets = {name: load_skill_set(config.robot_type(name).skill_set) for name in {p["robot_type"] for p in plans}}
-    runs = recheck(plans, skill_sets)
+    runs = recheck(plans, _skill_sets(config, {p["robot_type"] for p in plans}))
     result = {**{k: earlier.get(k) for k in ("engine", "max_tokens", "constrained", "task_file")},
               "rechecked_from": str(args.tasks), **report(runs)}
     _show(result, args.json, f"{len(runs)} plans of {args.tasks}, checked again")

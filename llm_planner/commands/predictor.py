@@ -9,10 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from llm_planner.catalog.skills import load_skill_set
-from llm_planner.domain.clock import VirtualClock, WallClock
-from llm_planner.engine.factory import make_sim_engine, make_vllm_engine
-from llm_planner.lrtrace.plan_bench import generate_plans
+from llm_planner.commands.plans import generate_on_engine
 from llm_planner.lrtrace.task_list import load_plan_tasks
 from llm_planner.predictor.dataset import PlanSample, read_samples, write_samples
 from llm_planner.predictor.evaluate import RESULT_KEYS, evaluate, train_predictor
@@ -61,20 +58,7 @@ def _model_name(config, args) -> str:
 
 
 def collect(args, config, tasks) -> list[PlanSample]:
-    skill_sets = {name: load_skill_set(config.robot_type(name).skill_set) for name in {t.robot_type for t in tasks}}
-    if (args.engine or config.engine) == "vllm":
-        engine, max_tokens = make_vllm_engine(config, WallClock(), args.model), config.vllm.max_plan_tokens
-    else:
-        engine, max_tokens = make_sim_engine(config, VirtualClock()), 100_000
-    console = Console(stderr=True)
-    done = []
-
-    def on_plan(_run) -> None:
-        done.append(1)
-        if len(done) % max(1, len(tasks) // 10) == 0:
-            console.print(f"plans: {len(done)}/{len(tasks)}")
-
-    runs = generate_plans(engine, tasks, skill_sets, max_tokens, on_plan)
+    runs, _ = generate_on_engine(config, args.engine or config.engine, args.model, tasks)
     return [PlanSample(r.task.task_id, r.task.split, r.task.robot_type, r.skill_set, r.task.task_input, r.tokens,
                        len(r.segment_tokens), r.segment_tokens, r.check.valid) for r in runs]
 

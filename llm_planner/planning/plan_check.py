@@ -2,8 +2,9 @@
 
 A plan is valid when it parses in its skill set's syntax, calls at least one action skill, ended
 before the token limit, reads no variable it never sets, passes numbers within the ranges the
-robot accepts (`min`/`max` in the skill set), and every argument that names an object (a skill argument of type `object`) names one of the scene's objects or a word group of
-the task, where the task gives a scene. Positions (numbers, expressions) are always accepted.
+robot accepts (`min`/`max` in the skill set), and every argument that names an object (a skill
+argument of type `object`) names one of the scene's objects or a word group of the task, where
+the task gives a scene. Positions (numbers, expressions) are always accepted.
 """
 
 from __future__ import annotations
@@ -57,12 +58,13 @@ def check_generated_plan(skill_set: SkillSet, task_text: str, plan: str, truncat
     out_of_range = [c.text for c in calls if _out_of_range(skill_set, c.skill, c.text)]
     if out_of_range:
         result.problems.append("arguments outside what the robot accepts: " + ", ".join(out_of_range))
-    unset = _unset_variables(skill_set, plan)
+    tree = _python_tree(plan) if skill_set.syntax == "python" else None
+    unset = _unset_variables(skill_set, plan, tree)
     if unset:
         result.problems.append("reads variables nothing sets: " + ", ".join(unset))
     task = parse_task_text(task_text)
     if task.objects:
-        bound = _python_string_bindings(plan) if skill_set.syntax == "python" else {}
+        bound = _python_string_bindings(tree) if tree is not None else {}
         unknown = []
         for call in calls:
             for name in _object_arguments(skill_set, call.skill, call.text, bound):
@@ -86,16 +88,21 @@ def _out_of_range(skill_set: SkillSet, abbr: str, call_text: str) -> bool:
     return False
 
 
-def _unset_variables(skill_set: SkillSet, plan: str) -> list[str]:
+def _python_tree(plan: str) -> ast.Module | None:
+    try:
+        return ast.parse(plan)
+    except SyntaxError:
+        return None  # check_plan names the syntax error
+
+
+def _unset_variables(skill_set: SkillSet, plan: str, tree: ast.Module | None) -> list[str]:
     """Variables the plan reads but never assigns (a robot would fail on them)."""
     if skill_set.syntax == "minispec":
         masked = mask_strings(plan)
         assigned = set(re.findall(r"(_\d+)=(?!=)", masked))
         read = [m.group(1) for m in re.finditer(r"(_\d+)(?!\d)(?!=(?!=))", masked)]
     else:
-        try:
-            tree = ast.parse(plan)
-        except SyntaxError:
+        if tree is None:
             return []
         names = [n for n in ast.walk(tree) if isinstance(n, ast.Name)]
         assigned = {n.id for n in names if isinstance(n.ctx, ast.Store)}
@@ -142,11 +149,7 @@ def _split_arguments(call_text: str) -> list[str]:
     return args + [tail] if tail.strip() or args else args
 
 
-def _python_string_bindings(plan: str) -> dict[str, list[str]]:
-    try:
-        tree = ast.parse(plan)
-    except SyntaxError:
-        return {}
+def _python_string_bindings(tree: ast.Module) -> dict[str, list[str]]:
     bound: dict[str, list[str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.For) and isinstance(node.target, ast.Name):

@@ -87,7 +87,6 @@ class Planner:
         self._gens: dict[str, Generation] = {}
         self._types: dict[str, tuple[SkillSet, ExecModel]] = {}
         self._gen_time: dict[tuple[str, bool], float] = {}
-        self._skill_sets: dict[str, SkillSet] = {}  # by name: whose shared prompt warm-up caches
         for name, rt in config.robot_types.items():
             skill_set = load_skill_set(rt.skill_set)
             model = load_exec_model(rt.exec_model)
@@ -95,7 +94,6 @@ class Planner:
                 raise ValueError(f"robot type {name}: exec model {rt.exec_model} is for skill set "
                                  f"{model.spec.skill_set}, not {skill_set.name}")
             self._types[name] = (skill_set, model)
-            self._skill_sets[skill_set.name] = skill_set
             for first in (True, False):
                 self._gen_time.setdefault((skill_set.name, first), self._estimate_gen_time(skill_set, first))
 
@@ -138,7 +136,8 @@ class Planner:
 
     def warm_up(self) -> None:
         """Have the engine cache every configured skill set's shared prompt before tasks come."""
-        self.engine.warm_up([shared_request(s) for s in self._skill_sets.values()])
+        skill_sets = {skill_set.name: skill_set for skill_set, _ in self._types.values()}
+        self.engine.warm_up([shared_request(s) for s in skill_sets.values()])
 
     def reject(self, task_id: str, robot_id: str, reason: str) -> None:
         """A task refused before it became a request (bad fields): REJECTED with the reason."""

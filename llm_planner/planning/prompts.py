@@ -6,6 +6,7 @@ grammar) that the engine keeps in its prefix cache; per task, the user turn.
 
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 
 from llm_planner.catalog.grammar import plan_grammar
@@ -30,7 +31,5 @@ def user_turn(task_text: str) -> str:
 
 def plan_request(gen_id: str, skill_set: SkillSet, task_text: str, recorded_plan: str | None = None,
                  max_tokens: int = 512) -> GenerationRequest:
-    shared = shared_request(skill_set)
-    return GenerationRequest(gen_id, shared.prefix_key, shared.prefix, user_turn(task_text),
-                             forced_output=recorded_plan, max_tokens=max_tokens, chat_prefix=shared.chat_prefix,
-                             grammar=shared.grammar, plan_syntax=shared.plan_syntax)
+    return dataclasses.replace(shared_request(skill_set), gen_id=gen_id, prompt=user_turn(task_text),
+                               forced_output=recorded_plan, max_tokens=max_tokens)

@@ -17,15 +17,14 @@ RESULT_KEYS = ("tasks", "mae_tokens", "mae_segments", "spearman_tokens", "bucket
 
 
 def train_predictor(samples: list[PlanSample], model_name: str, epochs: int = 600) -> LengthPredictor:
-    features = [task_features(s.task_input).vector() for s in samples]
-    model = train(features, [s.skill_set for s in samples], [s.tokens for s in samples],
+    features = [task_features(s.task_input) for s in samples]
+    model = train([f.vector() for f in features], [s.skill_set for s in samples], [s.tokens for s in samples],
                   [max(1, s.segments) for s in samples], TaskFeatures.names(), model_name, epochs)
-    words = np.asarray([task_features(s.task_input).words for s in samples])
+    words = np.asarray([f.words for f in features])
     tokens = np.asarray([s.tokens for s in samples], float)
     slope, intercept = np.polyfit(words, tokens, 1) if len(set(words)) > 1 else (0.0, tokens.mean())
     model.info |= {"baseline_mean_tokens": float(tokens.mean()),
-                   "baseline_length_fit": [float(slope), float(intercept)],
-                   "skill_sets": sorted({s.skill_set for s in samples})}
+                   "baseline_length_fit": [float(slope), float(intercept)]}
     return LengthPredictor(model)
 
 
