@@ -12,17 +12,23 @@ def test_compare_on_artifact_files_writes_the_documented_json(tmp_path, capsys):
     traces.write_text(json.dumps(ARTIFACT_TRACES))
     jobs.write_text(json.dumps(ARTIFACT_JOBS))
     out = tmp_path / "out.json"
-    rc = lrtrace_main(["compare", str(jobs), "--traces", str(traces), "--policies", "timely,vllm,vllm-stream,fcfs,edf",
-                       "--seeds", "2", "--json", str(out), "--plots", str(tmp_path / "plots"), "--quiet"])
+    rc = lrtrace_main(["compare", str(jobs), "--traces", str(traces), "--policies",
+                       "timely,timelyllm-paper,vllm,vllm-stream,fcfs,edf", "--seeds", "2", "--json", str(out),
+                       "--plots", str(tmp_path / "plots"), "--quiet"])
     assert rc == 0
     result = json.loads(out.read_text())
-    assert list(result) == ["timely", "vllm", "vllm-stream", "fcfs", "edf"]
+    recorded = result.pop("recorded traces")  # the plans of the trace set, beside the executed ones
+    assert recorded == {"plans": {"plans": 3, "tokens_mean": recorded["plans"]["tokens_mean"], "units_mean": 2.0,
+                                  "repeated_statement_fraction": 0.0}}
+    assert list(result) == ["timely", "timelyllm-paper", "vllm", "vllm-stream", "fcfs", "edf"]
     for per_level in result.values():
-        assert set(per_level) == {"normal", "urgent", "all"}
-        for metrics in per_level.values():
-            assert set(metrics) == set(METRIC_KEYS)
+        assert set(per_level) == {"normal", "urgent", "all", "plans"}
+        for level in ("normal", "urgent", "all"):
+            assert set(per_level[level]) == set(METRIC_KEYS)
         assert per_level["all"]["tasks"] == 6  # 3 jobs x 2 seeds
         assert per_level["urgent"]["tasks"] == 2
+        assert per_level["plans"]["plans"] == 6 and per_level["plans"]["units_mean"] == 2.0
+        assert per_level["all"]["completion_p50_s"] > per_level["all"]["plan_done_p50_s"] > 0
     assert (tmp_path / "plots" / "utility_by_task.png").stat().st_size > 10_000
     assert (tmp_path / "plots" / "timeline.png").stat().st_size > 10_000
     printed = capsys.readouterr().out
@@ -32,7 +38,13 @@ def test_compare_on_artifact_files_writes_the_documented_json(tmp_path, capsys):
 def test_compare_preset_and_errors(tmp_path, capsys):
     out = tmp_path / "o.json"
     assert lrtrace_main(["compare", "wid3", "--policies", "timely,vllm", "--json", str(out), "--no-plots", "--quiet"]) == 0
-    assert set(json.loads(out.read_text())["vllm"]) == {"normal", "all"}
+    assert set(json.loads(out.read_text())["vllm"]) == {"normal", "all", "plans"}
+    assert lrtrace_main(["compare", "wid3", "--policies", "vllm", "--duration", "5", "--no-plots", "--quiet"]) == 2
+    assert "arrives in the first 5 s" in " ".join(capsys.readouterr().err.split())
+    assert lrtrace_main(["compare", "wid3", "--policies", "vllm", "--ablation", "--duration", "15", "--json", str(out),
+                         "--no-plots", "--quiet"]) == 0
+    assert list(json.loads(out.read_text())) == ["vllm", "timely -hold", "timely -shrink", "timely -keep-running",
+                                                 "timely predictor=auto", "recorded traces"]
     assert lrtrace_main(["compare", "wid9", "--no-plots", "--quiet"]) == 2
     assert lrtrace_main(["compare", "wid1", "--policies", "timely,lifo", "--no-plots", "--quiet"]) == 2
     assert "unknown policies" in capsys.readouterr().err
@@ -46,7 +58,7 @@ def test_compose_and_import_round_trip(tmp_path):
     assert lrtrace_main(["import", str(art), "-o", str(tmp_path / "t.yaml")]) == 0
     assert lrtrace_main(["simulate", str(w), "--policy", "edf", "--no-plots", "--quiet",
                          "--json", str(tmp_path / "s.json")]) == 0
-    assert set(json.loads((tmp_path / "s.json").read_text())) == {"edf"}
+    assert set(json.loads((tmp_path / "s.json").read_text())) == {"edf", "recorded traces"}
 
 
 def test_fit_command(tmp_path, capsys):

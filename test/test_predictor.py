@@ -125,10 +125,12 @@ def test_the_planner_prices_segments_with_the_predictor(config, tokenizer):
     assert isinstance(lengths, PredictedSegmentLengths) and lengths.at_current_batch
     drone = load_skill_set("minispec_drone")
     lengths.start("t", drone, "Scene: [desk]. Fly 50 cm forward, then take a photo.")
-    first = lengths.next_segment_tokens("t", drone, 0, 0)
-    assert first > 0 and first != drone.segment_tokens
+    ahead = lengths.ahead("t", drone, 0, 0)
+    assert ahead[0] > 0 and ahead[0] != drone.segment_tokens
+    assert len(ahead) >= 2  # a two-part task: more than one segment to come
+    assert len(lengths.ahead("t", drone, 200, 9)) == 1  # far past the prediction: one more at most
     lengths.forget("t")
-    assert lengths.next_segment_tokens("t", drone, 0, 0) == drone.segment_tokens  # unknown task: l_max
+    assert lengths.ahead("t", drone, 0, 0) == [drone.segment_tokens]  # unknown task: l_max
     with pytest.raises(FileNotFoundError, match="predictor checkpoint"):
         make_segment_lengths(config.model_copy(update={"predictor": "missing.pt"}))
 

@@ -12,11 +12,15 @@ from llm_planner.ros.replay import read_recording
 def test_replay_record_report(tmp_path, capsys):
     rec, out = tmp_path / "run.mcap", tmp_path / "live.json"
     rc = main(["replay", "live1", "--start-fleet", "--duration", "10", "--quiet", "--record", str(rec),
-               "--json", str(out), "--compare-sim", "--grace", "60"])
+               "--json", str(out), "--compare-sim", "--grace", "60", "--idle-check"])
     assert rc == 0
     result = json.loads(out.read_text())
-    live, sim = result["live"]["timely"], result["sim"]["timely"]
+    live, sim = result["timely"], result["timely (sim)"]  # the keys of `compare --json`
     assert live["all"]["tasks"] == sim["all"]["tasks"] > 0
+    assert live["plans"]["plans"] == live["all"]["tasks"] and live["plans"]["tokens_mean"] > 0
+    if "urgent" in live:  # measured against the same urgent tasks on the idle planner
+        first = live["urgent_first_action"]
+        assert first["idle_p50_s"] > 0 and first["ratio"] == round(first["load_p50_s"] / first["idle_p50_s"], 3)
     tasks, statuses = read_recording(rec)
     assert len(tasks) == live["all"]["tasks"]
     assert {m.task_id for _, m in statuses if m.state == 4} == {m.task_id for _, m in tasks}
@@ -24,4 +28,5 @@ def test_replay_record_report(tmp_path, capsys):
     assert "live vs simulated" in printed
     report_json = tmp_path / "report.json"
     assert main(["report", str(rec), "--json", str(report_json)]) == 0
-    assert json.loads(report_json.read_text())["timely"] == live
+    reported = json.loads(report_json.read_text())["timely"]
+    assert reported == {k: v for k, v in live.items() if k != "urgent_first_action"}

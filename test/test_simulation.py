@@ -15,7 +15,7 @@ from llm_planner.lrtrace.metrics import by_level
 from llm_planner.lrtrace.simulate import EventQueue, simulate
 from llm_planner.planning.prompts import user_turn
 
-POLICIES = ["timely", "fcfs", "edf", "vllm", "vllm-stream"]
+POLICIES = ["timely", "timelyllm-paper", "fcfs", "edf", "vllm", "vllm-stream"]
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_segments_of_a_task_execute_in_order(wid1_runs):
 
 def test_resumed_generations_never_prefill_again(wid1_runs, tokenizer):
     _, runs = wid1_runs
-    result = runs["timely"]
+    result = runs["timelyllm-paper"]  # pauses after every segment
     stats = result.engine_stats
     assert sum(stats.resumes.values()) > len(result.records)  # most tasks were suspended and resumed
     # each task's own prompt is what the model reads of it (planning/prompts.py)
@@ -111,7 +111,7 @@ def test_late_tasks_are_still_planned(config, tokenizer, traces):
     assert late and all(r.utility < r.max_utility for r in late)
 
 
-def run_planner(config, tokenizer, requests):
+def run_planner(config, tokenizer, requests, policy="timely"):
     """The planner with the sim engine and simulated robots, driven by hand."""
     from llm_planner.dispatch.robot_port import CallTimeSource, SimRobots
     from llm_planner.domain.clock import VirtualClock
@@ -122,7 +122,7 @@ def run_planner(config, tokenizer, requests):
     clock, events, statuses = VirtualClock(), EventQueue(), []
     holder = {}
     robots = SimRobots(events.push, clock.now, CallTimeSource(0), lambda t: holder["p"].robot_models(t))
-    planner = Planner(config, get_policy("timely"), SimEngine(load_engine_profile(config.engine_profile), tokenizer, clock),
+    planner = Planner(config, get_policy(policy), SimEngine(load_engine_profile(config.engine_profile), tokenizer, clock),
                       clock, robots, statuses.append)
     holder["p"] = planner
     robots.attach(planner)
@@ -163,11 +163,21 @@ def test_bad_tasks_are_rejected_with_a_reason_and_the_rest_run(config, tokenizer
 
 
 def test_status_sequence_of_a_segmented_task(config, tokenizer):
-    planner, statuses = run_planner(config, tokenizer, [request("t", plan="mf(50);tc(90);")])
+    planner, statuses = run_planner(config, tokenizer, [request("t", plan="mf(50);tc(90);")], "timelyllm-paper")
     states = [s.state.name for s in statuses]
     assert states == ["QUEUED", "GENERATING", "EXECUTING", "SUSPENDED", "GENERATING", "EXECUTING", "SUCCEEDED"]
     executing = [s for s in statuses if s.state == TaskState.EXECUTING]
     assert [(s.segment_index, s.segment_text) for s in executing] == [(0, "mf(50);"), (1, "tc(90);")]
+
+
+def test_timely_streams_without_pausing_when_the_engine_keeps_up(config, tokenizer):
+    """A fast engine (the GPU profile) and a 2 s move: the next segment is ready long before
+    the robot is free, so both go out as they are generated and the generation never pauses."""
+    planner, statuses = run_planner(config, tokenizer, [request("t", plan="mf(50);tc(90);")])
+    assert [s.state.name for s in statuses] == ["QUEUED", "GENERATING", "EXECUTING", "EXECUTING", "SUCCEEDED"]
+    record = planner.records["t"]
+    assert [s.unit_calls for s in record.segments] == [[1], [1]]
+    assert record.utility == record.max_utility == 2.0
     done = statuses[-1]
     assert done.utility == pytest.approx(planner.records["t"].utility) and done.response_time_s < 1.0
 
@@ -219,3 +229,81 @@ def test_profile_fit_recovers_the_engine_costs_it_was_measured_with():
     assert p.decode_s_per_context_token == pytest.approx(per_ctx, rel=1e-3)
     assert p.resume_s == pytest.approx(resume, rel=1e-2)
     assert p.kv_block_size == block
+
+
+class _Reports:
+    """Stands in for the planner: records what the simulated robots report."""
+
+    def __init__(self):
+        self.started, self.finished = [], []
+
+    def segment_started(self, task_id, index, t):
+        self.started.append((task_id, index, round(t, 6)))
+
+    def segment_finished(self, task_id, index, success, call_times_s, message, t):
+        self.finished.append((task_id, index, round(t, 6)))
+
+
+def _sim_robots():
+    from llm_planner.catalog.exec_model import load_exec_model
+    from llm_planner.catalog.skills import load_skill_set
+    from llm_planner.dispatch.robot_port import CallTimeSource, SimRobots
+    from llm_planner.domain.clock import VirtualClock
+
+    drone = load_skill_set("minispec_drone"), load_exec_model("tello")
+    clock, events, reports = VirtualClock(), EventQueue(), _Reports()
+    robots = SimRobots(events.push, clock.now, CallTimeSource(0), lambda task_id: drone)
+    robots.attach(reports)
+
+    def run_until(t):
+        while events and events.next_time() <= t:
+            clock.advance_to(max(clock.now(), events.next_time()))
+            events.pop()()
+        clock.advance_to(t)
+
+    def segment(index, text, last):
+        from llm_planner.domain.tasks import DispatchedSegment
+
+        calls = drone[0].find_calls(text)
+        return DispatchedSegment(index, text, calls, [len(calls)], last, clock.now())
+
+    return robots, reports, run_until, segment
+
+
+def test_a_robot_runs_one_task_to_its_end_before_the_next():
+    """As the ROS robot server does: task b's segment waits while task a is mid-plan, even
+    when a's next segment comes later; the robot starts it the moment a's previous one ends."""
+    robots, reports, run_until, segment = _sim_robots()
+    robots.dispatch("r", "a", segment(0, "d(2);", last=False))
+    robots.dispatch("r", "b", segment(0, "d(1);", last=True))
+    run_until(3.0)  # a's first segment ended at 2.0; its second comes at 3.0
+    robots.dispatch("r", "a", segment(1, "d(1);", last=True))
+    run_until(10.0)
+    assert [s[:2] for s in reports.started] == [("a", 0), ("a", 1), ("b", 0)]
+    assert reports.started[1][2] == 3.0 and reports.started[2][2] == 4.0  # b right after a's end
+
+
+def test_a_robot_moves_on_when_its_task_goes_quiet():
+    from llm_planner.dispatch.robot_port import TASK_HOLD_S
+
+    robots, reports, run_until, segment = _sim_robots()
+    robots.dispatch("r", "a", segment(0, "d(1);", last=False))  # a never sends its last segment
+    robots.dispatch("r", "b", segment(0, "d(1);", last=True))
+    run_until(30.0)
+    assert reports.started[-1] == ("b", 0, 1.0 + TASK_HOLD_S)
+
+
+def test_shrinking_the_batch_speeds_up_an_urgent_first_segment(config, tokenizer, traces):
+    """An urgent task joins 30 running plans: `timely` suspends the generations that can wait
+    for it at no loss, so its first segment decodes at a smaller batch than without shrinking."""
+    workload = backlog_workload(urgent_at=0.3)
+    statuses = []
+    shrinking = simulate(workload, traces, "timely", config, 0, tokenizer, on_status=statuses.append)
+    features = config.features.model_copy(update={"shrink": False})
+    plain = simulate(workload, traces, "timely", config.model_copy(update={"features": features}), 0, tokenizer)
+    urgent = {r.request.task_id: r for r in shrinking.records}["job30"], \
+        {r.request.task_id: r for r in plain.records}["job30"]
+    suspended = [s for s in statuses if s.state == TaskState.SUSPENDED]
+    assert suspended and all("more important" in s.message for s in suspended)
+    assert urgent[0].segments[0].dispatched_s < urgent[1].segments[0].dispatched_s
+    assert urgent[0].utility > urgent[1].utility

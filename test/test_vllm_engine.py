@@ -184,7 +184,8 @@ def test_vllm_priority_orders_prefills(engine):
 
 def test_planner_runs_a_workload_on_the_real_engine(engine, config):
     """lrtrace's simulation with plans generated live: every task ends, segments were
-    generated with suspensions under `timely`, and every executed call is a skill call."""
+    generated with suspensions (the paper's policy pauses after each), and every executed
+    call is a skill call."""
     from llm_planner.domain.tasks import TaskState
     from llm_planner.lrtrace.formats import Job, Workload
     from llm_planner.lrtrace.load import load_traces
@@ -194,7 +195,7 @@ def test_planner_runs_a_workload_on_the_real_engine(engine, config):
     jobs = [Job(job_id=i, trace_id=t, agent=i, arrival_s=0.2 * i) for i, t in enumerate([1, 6, 9])]
     workload = Workload(name="tiny", duration_s=5, agents=3, jobs=jobs)
     cfg = config.model_copy(update={"vllm": config.vllm.model_copy(update={"max_plan_tokens": 40})})
-    result = simulate(workload, traces, "timely", cfg, 0, engine=engine)
+    result = simulate(workload, traces, "timelyllm-paper", cfg, 0, engine=engine)
     assert len(result.records) == 3
     for record in result.records:
         assert record.state.terminal and record.message, record

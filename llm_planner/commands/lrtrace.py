@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -13,13 +14,14 @@ from typing import Callable
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from llm_planner.catalog.skills import load_skill_set
 from llm_planner.catalog.tokenizer import load_tokenizer
 from llm_planner.commands.quiet import route_library_output
 from llm_planner.lrtrace import report
 from llm_planner.lrtrace.composer import compose_preset, list_presets, load_preset, mean_exec_times, preset_traces
 from llm_planner.lrtrace.formats import FormatError, TraceSet, Workload, save
 from llm_planner.lrtrace.load import load_traces, load_workload
-from llm_planner.lrtrace.metrics import by_label, by_level, terminal_counts
+from llm_planner.lrtrace.metrics import by_label, by_level, plan_stats, terminal_counts
 from llm_planner.lrtrace.simulate import SimulationResult, planned_units, simulate
 from llm_planner.sched.queues import POLICIES
 from llm_planner.settings.config import ConfigError, load_planner_config
@@ -82,13 +84,47 @@ def _cut(workload: Workload, duration: float | None) -> Workload:
         return workload
     if duration <= 0:
         raise CliError("--duration must be > 0")
-    return workload.model_copy(update={"jobs": [j for j in workload.jobs if j.arrival_s < duration],
-                                       "duration_s": min(workload.duration_s, duration)})
+    jobs = [j for j in workload.jobs if j.arrival_s < duration]
+    if not jobs:
+        raise CliError(f"no job of {workload.name} arrives in the first {duration:g} s "
+                       f"(the first at {min(j.arrival_s for j in workload.jobs):.1f} s)")
+    return workload.model_copy(update={"jobs": jobs, "duration_s": min(workload.duration_s, duration)})
+
+
+def _variants(policies: list[str], config, ablation: bool) -> list[tuple[str, str, object]]:
+    """(label, policy, config) of each run: the policies, and with `ablation`, `timely` with
+    each of what it adds to the paper switched off, and with the other length estimate."""
+    runs = [(p, p, config) for p in policies]
+    if ablation:
+        for feature in ("hold", "shrink", "keep_running"):
+            features = config.features.model_copy(update={feature: False})
+            label = f"timely -{feature.replace('_', '-')}"
+            runs.append((label, "timely", config.model_copy(update={"features": features})))
+        other = "auto" if config.predictor == "none" else "none"
+        runs.append((f"timely predictor={other}", "timely", config.model_copy(update={"predictor": other})))
+    return runs
+
+
+def _plan_stats(label_records: dict[str, list], traces: TraceSet, workload_jobs, config, tokenizer) -> dict[str, dict]:
+    """Plan statistics of each run's executed plans and of the workload's recorded plans."""
+    from llm_planner.catalog.skills import load_skill_set
+
+    def skill_set(robot_type: str):
+        return load_skill_set(config.robot_type(robot_type).skill_set)
+
+    out = {label: plan_stats(((skill_set(r.request.robot_type), r.plan) for r in records), tokenizer)
+           for label, records in label_records.items()}
+    by_id = traces.by_id()
+    recorded = [by_id[j.trace_id] for j in workload_jobs if j.trace_id in by_id and by_id[j.trace_id].plan]
+    if recorded:
+        out["recorded traces"] = plan_stats(((skill_set(t.robot_type), t.plan) for t in recorded), tokenizer)
+    return out
 
 
 def cmd_compare(args) -> int:
     config = _config(args)
     policies = _parse_policies(args.policies)
+    variants = _variants(policies, config, args.ablation)
     if args.seeds < 1:
         raise CliError("--seeds must be >= 1")
     name, workload_for, traces = resolve_workload(args.workload, args.traces, config)
@@ -100,22 +136,22 @@ def cmd_compare(args) -> int:
 
         console.print(f"starting vLLM with {args.model or config.vllm.model} ...")
         engine = make_vllm_engine(config, VirtualClock(), args.model)
-    runs: dict[str, list[SimulationResult]] = {p: [] for p in policies}
+    runs: dict[str, list[SimulationResult]] = {label: [] for label, _, _ in variants}
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
                         disable=args.quiet)
     with progress:
-        overall = progress.add_task(f"{name}", total=args.seeds * len(policies), status="")
+        overall = progress.add_task(f"{name}", total=args.seeds * len(variants), status="")
         for seed in range(args.seeds):
             workload = _cut(workload_for(seed), args.duration)
-            for policy in policies:
+            for label, policy, run_config in variants:
                 horizon = max((j.arrival_s for j in workload.jobs), default=0.0)
 
-                def tick(t: float, policy=policy, seed=seed) -> None:
-                    progress.update(overall, status=f"seed {seed} {policy}: {t:6.0f}/{horizon:.0f} s simulated")
+                def tick(t: float, label=label, seed=seed) -> None:
+                    progress.update(overall, status=f"seed {seed} {label}: {t:6.0f}/{horizon:.0f} s simulated")
 
-                runs[policy].append(simulate(workload, traces, policy, config, seed, tokenizer, progress=tick,
-                                             engine=engine))
+                runs[label].append(simulate(workload, traces, policy, run_config, seed, tokenizer, progress=tick,
+                                            engine=engine))
                 progress.advance(overall)
     results, labels, speed = {}, {}, {}
     for policy, sims in runs.items():
@@ -124,13 +160,17 @@ def cmd_compare(args) -> int:
         labels[policy] = by_label(records)
         sim_s, wall_s = sum(s.simulated_s for s in sims), sum(s.wall_s for s in sims)
         speed[policy] = (sim_s, wall_s, terminal_counts(records))
+    plans = _plan_stats({label: [r for s in sims for r in s.records] for label, sims in runs.items()},
+                        traces, _cut(workload_for(0), args.duration).jobs, config, tokenizer)
+    for label, stats in plans.items():
+        results.setdefault(label, {})["plans"] = stats
     engine_name = (f"engine vllm ({engine.model_dir})" if engine is not None
                    else f"profile {config.engine_profile}")
     title = f"{name}: {args.seeds} seed(s), {engine_name}, max batch {config.batch.max_batch_size}"
     out = _stdout()
     report.print_tables(results, title, out)
     for policy, (sim_s, wall_s, counts) in speed.items():
-        out.print(f"{policy:12s} simulated {sim_s:8.1f} s in {wall_s:6.2f} s wall "
+        out.print(f"{policy:15s} simulated {sim_s:8.1f} s in {wall_s:6.2f} s wall "
                   f"({sim_s / max(wall_s, 1e-9):7.0f} simulated s per wall s); tasks: {counts}")
     if args.markdown:
         Path(args.markdown).write_text(report.markdown_tables(results))
@@ -211,7 +251,7 @@ def _check_sim(runs: dict[str, list[SimulationResult]], workload_for, traces, co
 
 def _agreement(live: dict, sim: dict) -> list[tuple[str, str, object, object, object]]:
     rows = []
-    for level in live:
+    for level in (lvl for lvl, metrics in live.items() if "utility_pct_of_max" in metrics):
         for key in ("utility_pct_of_max", "response_p50_s", "response_p95_s", "waiting_mean_s", "tasks"):
             a, b = live[level].get(key), sim.get(level, {}).get(key)
             diff = None if a is None or b is None else round(a - b, 4)
@@ -219,11 +259,33 @@ def _agreement(live: dict, sim: dict) -> list[tuple[str, str, object, object, ob
     return rows
 
 
-def _replay_once(args, config, name, workload, traces, record_path: Path, engine) -> tuple[bool, int]:
-    """One live replay under config.policy: (all tasks ended in time, messages recorded)."""
+def _executed_plan_stats(records, config) -> dict:
+    return plan_stats(((load_skill_set(config.robot_type(r.request.robot_type).skill_set), r.plan) for r in records),
+                      load_tokenizer(config.tokenizer))
+
+
+def _urgent_first_actions(client, workload, traces, config, idle: dict[int, float]) -> dict | None:
+    """Urgent first action (publish -> first segment sent) under load vs the same urgent
+    tasks alone on the idle planner, p50 of each and their ratio."""
+    from llm_planner.ros.replay import first_action_s
+
+    by_id = traces.by_id()
+    loaded = [first_action_s(client, f"job{j.job_id}") for j in workload.jobs if j.trace_id in idle]
+    loaded = [x for x in loaded if x is not None]
+    if not idle or not loaded:
+        return None
+    idle_p50 = statistics.median(idle[j.trace_id] for j in workload.jobs if j.trace_id in idle
+                                 and by_id[j.trace_id].urgency == "urgent")
+    load_p50 = statistics.median(loaded)
+    return {"idle_p50_s": round(idle_p50, 4), "load_p50_s": round(load_p50, 4), "ratio": round(load_p50 / idle_p50, 3)}
+
+
+def _replay_once(args, config, name, workload, traces, record_path: Path, engine) -> tuple[bool, int, dict | None]:
+    """One live replay under config.policy: (all tasks ended in time, messages recorded,
+    urgent first actions under load vs idle when --idle-check)."""
     import rclpy
 
-    from llm_planner.ros.replay import Recorder, agent_types, replay
+    from llm_planner.ros.replay import Recorder, agent_types, idle_first_actions, replay
     from llm_planner.ros.spin import spin_node
     from llm_planner.ros.task_client import TaskClient
     from llm_planner.settings.fleet import fleet_for_agents
@@ -245,10 +307,14 @@ def _replay_once(args, config, name, workload, traces, record_path: Path, engine
             if fleet.unreachable:
                 raise CliError(f"robots did not come up: {fleet.unreachable}")
         client = TaskClient("lrtrace_replay")
-        recorder = Recorder(client, record_path)
         executor, _ = spin_node(client)
         if not client.wait_for_planner(20):
             raise CliError("no planner is subscribed to /llm_planner/tasks (start one, or pass --start-fleet)")
+        idle = {}
+        if args.idle_check:  # before recording: these tasks are not part of the workload's figures
+            console.print(f"{config.policy}: urgent tasks alone on the idle planner ...")
+            idle = idle_first_actions(client, workload, traces, config)
+        recorder = Recorder(client, record_path)
         time.sleep(0.5)  # let the recorder's subscriptions match too
         progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
@@ -261,6 +327,7 @@ def _replay_once(args, config, name, workload, traces, record_path: Path, engine
 
             complete = replay(client, workload, traces, config, args.speed, tick, grace_s=args.grace)
         time.sleep(0.5)
+        first_actions = _urgent_first_actions(client, workload, traces, config, idle)
     finally:
         if recorder is not None:
             recorder.close()
@@ -272,7 +339,7 @@ def _replay_once(args, config, name, workload, traces, record_path: Path, engine
             fleet.shutdown()
         if owns_rclpy:
             rclpy.try_shutdown()
-    return complete, recorder.count
+    return complete, recorder.count, first_actions
 
 
 def _pace_to_engine(args, config, workload: Workload, engine) -> tuple[float, float]:
@@ -324,12 +391,18 @@ def cmd_replay(args) -> int:
         record_path = Path(args.record) if args.record and len(policies) == 1 else default_path
         if args.record and len(policies) > 1:
             record_path = Path(args.record).with_name(f"{Path(args.record).stem}-{policy}.mcap")
-        done, count = _replay_once(args, run_config, name, workload, traces, record_path, engine)
+        done, count, first_actions = _replay_once(args, run_config, name, workload, traces, record_path, engine)
         complete &= done
         records = records_from_recording(record_path, run_config, traces)
         live[policy] = by_level(records)
+        live[policy]["plans"] = _executed_plan_stats(records, config)
         out.print(f"{policy}: recorded {count} messages to {record_path}; tasks: {terminal_counts(records)}"
                   + ("" if done else " - NOT all tasks ended within the grace time"))
+        if first_actions:
+            live[policy]["urgent_first_action"] = first_actions
+            out.print(f"{policy}: urgent first action (task published -> first segment sent) p50 "
+                      f"{first_actions['load_p50_s']:.3f} s under load, {first_actions['idle_p50_s']:.3f} s for the "
+                      f"same tasks on the idle planner: {first_actions['ratio']:.2f}x")
         if args.compare_sim:
             from llm_planner.lrtrace.simulate import simulate
 
@@ -339,9 +412,9 @@ def cmd_replay(args) -> int:
             sims[policy] = by_level(result.records)
     engine_name = f"vLLM {engine.model_dir}" if engine is not None else f"sim engine {config.engine_profile}"
     report.print_tables(live, f"{name} live over ROS 2 ({engine_name})", out)
-    result = {"live": live}
+    result = dict(live)  # the keys of `compare --json`; with --compare-sim also "<policy> (sim)"
     if args.compare_sim:
-        result["sim"] = sims
+        result.update({f"{policy} (sim)": levels for policy, levels in sims.items()})
         from rich.table import Table
 
         for policy in policies:
@@ -394,6 +467,7 @@ def cmd_report(args) -> int:
     if not records:
         raise CliError(f"{args.recording}: no finished tasks recorded")
     results = {config.policy: by_level(records)}
+    results[config.policy]["plans"] = _executed_plan_stats(records, config)
     out = _stdout()
     report.print_tables(results, f"{args.recording} ({config.policy})", out)
     out.print(f"tasks: {terminal_counts(records)}")
@@ -410,6 +484,7 @@ def cmd_report(args) -> int:
 def cmd_simulate(args) -> int:
     args.policies = args.policy
     args.seeds = 1
+    args.ablation = False
     return cmd_compare(args)
 
 
@@ -487,6 +562,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="simulate one workload under several policies")
     sim_options(p)
     p.add_argument("--policies", default=",".join(POLICIES))
+    p.add_argument("--ablation", action="store_true",
+                   help="also run timely with each of hold, shrink and keep-running switched off, and with "
+                        "the other segment-length estimate (predictor none vs auto)")
     p.add_argument("--seeds", type=int, default=1,
                    help="runs per policy; a preset is recomposed per seed, a file's jobs are kept "
                         "and the seed draws the execution times not recorded in the jobs")
@@ -537,7 +615,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "this machine's profile)")
     p.add_argument("--record", help="MCAP file (default out/<workload>-live.mcap)")
     p.add_argument("--compare-sim", action="store_true", help="also simulate the workload and print the differences")
-    p.add_argument("--json")
+    p.add_argument("--idle-check", action="store_true",
+                   help="first run each urgent task of the workload alone on the idle planner, and print its "
+                        "first action under load against that")
+    p.add_argument("--json", help="write {policy: {level: metrics}} here (the keys of compare --json)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_replay)
 

@@ -1,9 +1,9 @@
-"""What is sent to a robot and when.
+"""What is sent to a robot (when: dispatch/release.py decides).
 
-A completed segment becomes a DispatchedSegment (its calls and its utility units) and goes to
-the robot's port at once. Per task, `RobotWork` is the one place that predicts when the robot
-will be free (the end of its dispatched work, by the execution-time model, corrected by the
-robot's reports): a suspended generation's next segment is due then.
+Completed segments become one DispatchedSegment (their calls and utility units) and go to the
+robot's port. Per task, `RobotWork` is the one place that predicts when the robot will be free
+(the end of its dispatched work, by the execution-time model, corrected by the robot's
+reports): a suspended generation's next segment is due then.
 """
 
 from __future__ import annotations
@@ -34,18 +34,19 @@ class RobotWork:
     outstanding: int = 0  # dispatched segments not reported finished yet
     calls: int = 0  # skill calls dispatched in all
 
-    def _duration(self, calls: list[SkillCall]) -> float:
-        return self.exec_model.estimate_calls(calls, self.stat)
+    def duration(self, calls: list[SkillCall], stat: str | None = None) -> float:
+        """Predicted execution time of these calls (by `stat`, default the configured one)."""
+        return self.exec_model.estimate_calls(calls, stat or self.stat)
 
     def sent(self, calls: list[SkillCall], now: float) -> None:
         """Queued behind whatever the robot still has to do."""
         self.calls += len(calls)
         self.outstanding += 1
-        self.free_s = max(now, self.free_s) + self._duration(calls)
+        self.free_s = max(now, self.free_s) + self.duration(calls)
 
     def started(self, calls: list[SkillCall], t: float) -> None:
         """The robot started its last dispatched segment at t."""
-        self.free_s = t + self._duration(calls)
+        self.free_s = t + self.duration(calls)
 
     def finished(self, t: float, was_last: bool) -> None:
         self.outstanding -= 1
@@ -66,19 +67,22 @@ class Dispatcher:
         self.on_executing = on_executing
         self.whole_plan_units = whole_plan_units
 
-    def send(self, record: TaskRecord, skill_set: SkillSet, work: RobotWork, segment: Segment,
+    def send(self, record: TaskRecord, skill_set: SkillSet, work: RobotWork, segments: list[Segment],
              last: bool, now: float) -> None:
-        if self.whole_plan_units is None:
-            unit_calls = [len(segment.calls)] if segment.calls else []
-        else:
-            unit_calls = [len(s.calls) for s in self.whole_plan_units(skill_set, segment.text) if s.calls]
-        dispatched = DispatchedSegment(len(record.segments), segment.text, segment.calls, unit_calls, last, now)
+        """Send one or more consecutive segments as one dispatch; each segment with calls
+        stays its own utility unit (held-back segments are counted as if streamed)."""
+        text = "".join(s.text for s in segments)
+        calls = [c for s in segments for c in s.calls]
+        parts = segments if self.whole_plan_units is None else self.whole_plan_units(skill_set, text)
+        unit_calls = [len(s.calls) for s in parts if s.calls]
+        dispatched = DispatchedSegment(len(record.segments), text, calls, unit_calls, last, now)
         record.segments.append(dispatched)
-        if not segment.calls:
+        if not calls and not (last and work.calls):
             # Trailing text without a skill call (e.g. `->True`): nothing for the robot to do.
+            # (The last segment of a plan still goes: the robot learns the plan has ended.)
             dispatched.started_s = dispatched.finished_s = now
             return
-        work.sent(segment.calls, now)
+        work.sent(calls, now)
         self.on_executing(record, dispatched)
         self.robots.dispatch(record.request.robot_id, record.request.task_id, dispatched)
 

@@ -5,7 +5,8 @@ from enum import StrEnum
 
 
 class PolicyName(StrEnum):
-    TIMELY = "timely"  # segmented, suspending, PUD priority (this project)
+    TIMELY = "timely"  # segmented, suspending, PUD priority, hold/stream dispatch, batch shrinking (this project)
+    TIMELYLLM_PAPER = "timelyllm-paper"  # segmented, suspending, PUD priority, as the TimelyLLM paper
     FCFS = "fcfs"  # segmented, suspending, first come first served
     EDF = "edf"  # segmented, suspending, earliest first deadline
     VLLM = "vllm"  # baseline: whole plan generated (FCFS continuous batching), then executed

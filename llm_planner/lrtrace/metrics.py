@@ -7,10 +7,16 @@ from collections import defaultdict
 from typing import Iterable
 
 import numpy as np
+from tokenizers import Tokenizer
 
+from llm_planner.catalog.skills import SkillSet
+from llm_planner.catalog.tokenizer import count_tokens
 from llm_planner.domain.tasks import TaskRecord, TaskState
+from llm_planner.planning.plan_check import check_generated_plan
+from llm_planner.planning.segmenter import split_segments
 
-METRIC_KEYS = ("utility_mean", "utility_pct_of_max", "response_p50_s", "response_p95_s", "waiting_mean_s", "tasks")
+METRIC_KEYS = ("utility_mean", "utility_pct_of_max", "response_p50_s", "response_p95_s", "plan_done_p50_s",
+               "completion_p50_s", "waiting_mean_s", "tasks")
 
 
 def _finite(values: Iterable[float]) -> list[float]:
@@ -19,7 +25,9 @@ def _finite(values: Iterable[float]) -> list[float]:
 
 def summarize(records: list[TaskRecord], expected_units: dict[str, int] | None = None) -> dict[str, float | int | None]:
     """utility_mean: mean task utility (sum of per-segment TUFs); utility_pct_of_max: total
-    utility / total maximum (beta per unit); response and waiting over tasks that executed.
+    utility / total maximum (beta per unit); response (arrival -> first action) and waiting
+    over tasks that executed; plan_done (arrival -> plan generated; not known from a live
+    recording) and completion (arrival -> last action done) over tasks that succeeded.
     A task that did not finish counts with its planned units in the maximum (expected_units:
     task_id -> units of its plan), so a lost or failed task lowers the percentage."""
     expected_units = expected_units or {}
@@ -29,6 +37,9 @@ def summarize(records: list[TaskRecord], expected_units: dict[str, int] | None =
         units = r.units_executed if r.state == TaskState.SUCCEEDED else max(r.units_executed, expected_units.get(r.request.task_id, 1))
         max_total += units * r.request.tuf.beta
     response = _finite(r.response_time_s for r in records)
+    succeeded = [r for r in records if r.state == TaskState.SUCCEEDED]
+    plan_done = _finite(r.plan_done_s - r.request.arrival_s for r in succeeded)
+    completion = _finite(r.finished_s - r.request.arrival_s for r in succeeded)
     waiting = [r.waiting_time_s for r in records if r.units_executed]
 
     def q(values: list[float], p: float) -> float | None:
@@ -39,6 +50,8 @@ def summarize(records: list[TaskRecord], expected_units: dict[str, int] | None =
         "utility_pct_of_max": round(100.0 * sum(utility) / max_total, 2) if max_total else None,
         "response_p50_s": q(response, 50),
         "response_p95_s": q(response, 95),
+        "plan_done_p50_s": q(plan_done, 50),
+        "completion_p50_s": q(completion, 50),
         "waiting_mean_s": round(float(np.mean(waiting)), 4) if waiting else None,
         "tasks": len(records),
     }
@@ -72,3 +85,25 @@ def terminal_counts(records: list[TaskRecord]) -> dict[str, int]:
     for r in records:
         counts[r.state.name] += 1
     return dict(counts)
+
+
+PLAN_KEYS = ("plans", "tokens_mean", "units_mean", "repeated_statement_fraction")
+
+
+def plan_stats(plans: Iterable[tuple[SkillSet, str]], tokenizer: Tokenizer) -> dict[str, float | int | None]:
+    """What the plans behind a utility figure look like: tokens (of the bundled model's
+    tokenizer), utility units (segments with a skill call) and the fraction of statements
+    that repeat an earlier one of the same plan."""
+    tokens, units, statements, repeats = [], [], 0, 0
+    for skill_set, plan in plans:
+        if not plan:
+            continue
+        check = check_generated_plan(skill_set, "", plan)
+        tokens.append(count_tokens(tokenizer, plan))
+        units.append(sum(1 for s in split_segments(skill_set, plan) if s.calls))
+        statements += len(check.segments)
+        repeats += check.repeated_statements
+    return {"plans": len(tokens),
+            "tokens_mean": round(float(np.mean(tokens)), 1) if tokens else None,
+            "units_mean": round(float(np.mean(units)), 2) if units else None,
+            "repeated_statement_fraction": round(repeats / statements, 3) if statements else None}

@@ -9,13 +9,15 @@ from rich.console import Console
 from rich.table import Table
 
 from llm_planner.domain.tasks import TaskRecord
-from llm_planner.lrtrace.metrics import METRIC_KEYS
+from llm_planner.lrtrace.metrics import METRIC_KEYS, PLAN_KEYS
 
 _HEADERS = {
     "utility_mean": "utility (mean)",
     "utility_pct_of_max": "% of max",
     "response_p50_s": "response p50 s",
     "response_p95_s": "response p95 s",
+    "plan_done_p50_s": "plan done p50 s",
+    "completion_p50_s": "done p50 s",
     "waiting_mean_s": "waiting mean s",
     "tasks": "tasks",
 }
@@ -29,13 +31,19 @@ def _fmt(value) -> str:
     return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
 
 
-def comparison_tables(results: dict[str, dict[str, dict]], title: str = "") -> list[Table]:
-    """One table per urgency level (rows: policies); `results` is the --json structure."""
+def _levels(results: dict[str, dict[str, dict]]) -> list[str]:
+    """The urgency levels of the results ("all" last); other keys (e.g. "plans") are not levels."""
     levels: list[str] = []
     for per_level in results.values():
-        for level in per_level:
-            if level not in levels:
+        for level, metrics in per_level.items():
+            if level not in levels and "utility_pct_of_max" in metrics:
                 levels.append(level)
+    return levels
+
+
+def comparison_tables(results: dict[str, dict[str, dict]], title: str = "") -> list[Table]:
+    """One table per urgency level (rows: policies); `results` is the --json structure."""
+    levels = _levels(results)
     levels.sort(key=lambda lvl: (lvl == "all", lvl))
     tables = []
     for level in levels:
@@ -52,7 +60,7 @@ def comparison_tables(results: dict[str, dict[str, dict]], title: str = "") -> l
 
 def markdown_tables(results: dict[str, dict[str, dict]]) -> str:
     """The same tables as Markdown (for README/docs)."""
-    levels = sorted({lvl for per in results.values() for lvl in per}, key=lambda lvl: (lvl == "all", lvl))
+    levels = sorted(_levels(results), key=lambda lvl: (lvl == "all", lvl))
     out = []
     for level in levels:
         out.append(f"**{level}**\n")
@@ -65,10 +73,24 @@ def markdown_tables(results: dict[str, dict[str, dict]]) -> str:
     return "\n".join(out)
 
 
+def plan_table(plans: dict[str, dict], title: str = "") -> Table:
+    """Rows: the plans each run executed (and the recorded ones), by PLAN_KEYS."""
+    table = Table(title=title or "plans behind the figures")
+    table.add_column("plans of")
+    for key in PLAN_KEYS:
+        table.add_column(key.replace("_", " "), justify="right")
+    for name, stats in plans.items():
+        table.add_row(name, *(_fmt(stats[k]) for k in PLAN_KEYS))
+    return table
+
+
 def print_tables(results: dict[str, dict[str, dict]], title: str = "", console: Console | None = None) -> None:
     console = console or Console()
     for table in comparison_tables(results, title):
         console.print(table)
+    plans = {name: per["plans"] for name, per in results.items() if "plans" in per}
+    if plans:
+        console.print(plan_table(plans))
 
 
 def plot_utility_by_task(per_label: dict[str, dict[str, dict]], path: Path) -> Path:

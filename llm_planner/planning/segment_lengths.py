@@ -22,8 +22,9 @@ class SegmentLengths(Protocol):
 
     def start(self, task_id: str, skill_set: SkillSet, task_text: str) -> None: ...
 
-    def next_segment_tokens(self, task_id: str, skill_set: SkillSet, tokens: int, segments: int) -> float:
-        """Expected tokens of the segment after `tokens` generated in `segments` segments."""
+    def ahead(self, task_id: str, skill_set: SkillSet, tokens: int, segments: int) -> list[float]:
+        """Expected tokens of each segment still to come (the next first; at least one)
+        after `tokens` generated in `segments` segments."""
 
     def forget(self, task_id: str) -> None: ...
 
@@ -34,8 +35,8 @@ class FixedSegmentLengths:
     def start(self, task_id: str, skill_set: SkillSet, task_text: str) -> None:
         pass
 
-    def next_segment_tokens(self, task_id: str, skill_set: SkillSet, tokens: int, segments: int) -> float:
-        return float(skill_set.segment_tokens)
+    def ahead(self, task_id: str, skill_set: SkillSet, tokens: int, segments: int) -> list[float]:
+        return [float(skill_set.segment_tokens)]  # the paper knows nothing of the plan's length
 
     def forget(self, task_id: str) -> None:
         pass
@@ -53,18 +54,23 @@ class PredictedSegmentLengths:
     def start(self, task_id: str, skill_set: SkillSet, task_text: str) -> None:
         self._predictions[task_id] = self.predictor.predict(skill_set.name, task_text)
 
-    def next_segment_tokens(self, task_id: str, skill_set: SkillSet, tokens: int, segments: int) -> float:
+    def ahead(self, task_id: str, skill_set: SkillSet, tokens: int, segments: int) -> list[float]:
         prediction = self._predictions.get(task_id)
         if prediction is None:
-            return float(skill_set.segment_tokens)
-        return max(1.0, self.predictor.remaining(prediction, tokens, segments).next_segment_tokens)
+            return [float(skill_set.segment_tokens)]
+        remaining = self.predictor.remaining(prediction, tokens, segments)
+        following = max(0, round(remaining.segments) - 1)
+        rest = max(0.0, remaining.tokens - remaining.next_segment_tokens)
+        following_tokens = [max(1.0, rest / following)] * following if following else []
+        return [max(1.0, remaining.next_segment_tokens)] + following_tokens
 
     def forget(self, task_id: str) -> None:
         self._predictions.pop(task_id, None)
 
 
-def make_segment_lengths(config: PlannerConfig) -> SegmentLengths:
-    if config.predictor == "none":
+def make_segment_lengths(config: PlannerConfig, use_predictor: bool = True) -> SegmentLengths:
+    """The configured estimate (`use_predictor` False: the fixed one, whatever is configured)."""
+    if config.predictor == "none" or not use_predictor:
         return FixedSegmentLengths()
     if config.predictor == "auto":
         path = data_path("config", "predictor", f"{Path(config.vllm.model).name}.pt")

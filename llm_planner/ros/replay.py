@@ -113,6 +113,7 @@ def records_from_recording(path: str | Path, config: PlannerConfig, traces: Trac
     by_text = {t.instruction.strip(): t for t in (traces.traces if traces else [])}
     sent: dict[str, list[str]] = defaultdict(list)
     final: dict[str, object] = {}
+    ended: dict[str, float] = {}
     arrival: dict[str, float] = {}
     for t, msg in statuses:
         if msg.state == TaskState.QUEUED:
@@ -121,6 +122,7 @@ def records_from_recording(path: str | Path, config: PlannerConfig, traces: Trac
             sent[msg.task_id].append(msg.segment_text)
         if msg.state >= TaskState.SUCCEEDED and msg.task_id not in final:
             final[msg.task_id] = msg
+            ended[msg.task_id] = t
     records = []
     for t, task in tasks:
         if not task.task_id or task.task_id not in final:
@@ -141,8 +143,40 @@ def records_from_recording(path: str | Path, config: PlannerConfig, traces: Trac
         record.waiting_time_s = 0.0 if math.isnan(msg.waiting_time_s) else msg.waiting_time_s
         record.units_executed = units if msg.state == TaskState.SUCCEEDED else 0
         record.max_utility = units * tuf.beta
+        record.finished_s = ended[task.task_id]
         records.append(record)
     return records
+
+
+def _publish_job(client, task_id: str, job, trace: Trace, config: PlannerConfig) -> None:
+    beta, ert, cutoff = job.tuf or trace.tuf or (0.0, 0.0, 0.0)
+    client.publish(task_id, f"agent{job.agent:02d}", trace.instruction, job_urgency(trace, config), beta, ert, cutoff)
+
+
+def first_action_s(client, task_id: str) -> float | None:
+    """Publish -> first segment sent to the robot (its EXECUTING status), as the client saw
+    them: the same measure on an idle planner and under load."""
+    published, executing = client.published.get(task_id), client.first(task_id, TaskState.EXECUTING)
+    return executing[0] - published if published is not None and executing else None
+
+
+def idle_first_actions(client, workload: Workload, traces: TraceSet, config: PlannerConfig,
+                       level: str = "urgent", timeout_s: float = 120.0) -> dict[int, float]:
+    """Each distinct `level` task of the workload alone on the idle planner, one after the
+    other (each to its end): trace id -> first action seconds (see first_action_s)."""
+    by_id = check_workload(workload, traces, config)
+    out: dict[int, float] = {}
+    for job in sorted(workload.jobs, key=lambda j: j.arrival_s):
+        trace = by_id[job.trace_id]
+        if trace.urgency != level or job.trace_id in out:
+            continue
+        task_id = f"idle-{level}-{job.trace_id}"
+        _publish_job(client, task_id, job, trace, config)
+        client.wait_terminal([task_id], timeout_s)
+        seconds = first_action_s(client, task_id)
+        if seconds is not None:
+            out[job.trace_id] = seconds
+    return out
 
 
 def replay(client, workload: Workload, traces: TraceSet, config: PlannerConfig, speed: float = 1.0,
@@ -158,10 +192,7 @@ def replay(client, workload: Workload, traces: TraceSet, config: PlannerConfig, 
         delay = start + job.arrival_s / speed - time.monotonic()
         if delay > 0:
             time.sleep(delay)
-        trace = by_id[job.trace_id]
-        beta, ert, cutoff = job.tuf or trace.tuf or (0.0, 0.0, 0.0)
-        client.publish(f"job{job.job_id}", f"agent{job.agent:02d}", trace.instruction,
-                       job_urgency(trace, config), beta, ert, cutoff)
+        _publish_job(client, f"job{job.job_id}", job, by_id[job.trace_id], config)
         if progress:
             progress(sum(client.terminal(i) is not None for i in ids), n + 1)
     deadline = time.monotonic() + grace_s

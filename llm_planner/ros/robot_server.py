@@ -24,6 +24,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from llm_planner.catalog.skills import SkillSet
+from llm_planner.dispatch.robot_port import TASK_HOLD_S
 from llm_planner.domain.calls import SkillCall
 from llm_planner.robots.backends import SkillBackend
 from llm_planner.ros.qos import ACTION_SERVER
@@ -49,7 +50,7 @@ class _Job:
 
 class RobotServer(Node):
     def __init__(self, robot: RobotConfig, skill_set: SkillSet, backend: SkillBackend,
-                 task_hold_s: float = 5.0) -> None:
+                 task_hold_s: float = TASK_HOLD_S) -> None:
         super().__init__(f"{robot.id}_server")
         self.robot = robot
         self.skill_set = skill_set

@@ -7,12 +7,18 @@
   priority order and admission stops at the first that does not fit, so a lower-priority
   generation never overtakes a higher-priority one;
 - preemption (suspending policies): with a full batch, a better queued generation replaces
-  the lowest-priority running one, which keeps its context and waits in the queue.
+  the lowest-priority running one, which keeps its context and waits in the queue;
+- shrinking (`timely`): while a more important generation (larger TUF beta: an urgent task)
+  decodes, running generations that can afford to wait for it without losing utility (their
+  robots are busy long enough, or their segment's utility is already lost) are suspended and
+  not readmitted, so the important one decodes at a small batch's step time. They return
+  when it leaves the batch.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Protocol
 
 from llm_planner.engine.base import Engine, GenerationRequest
@@ -32,17 +38,28 @@ class Generation(Protocol):
     deadline_s: float  # when its current segment is due
 
 
+@dataclass
+class Selection:
+    admitted: list[QueueEntry]  # in order
+    preempted: list[Generation]  # suspended for a better queued generation (a full batch)
+    shrunk: list[Generation]  # suspended so that a more important running one decodes faster
+
+
 class BatchController:
-    def __init__(self, config: BatchConfig, engine: Engine, latency_guided: bool, preemptive: bool) -> None:
+    def __init__(self, config: BatchConfig, engine: Engine, latency_guided: bool, preemptive: bool,
+                 shrink: bool = False) -> None:
         self.max_batch_size = config.max_batch_size
         self.latency_guided = latency_guided
         self.preemptive = preemptive
+        self.shrink = shrink
         self.engine = engine
         self.deferred = 0  # admissions postponed to protect a running generation's deadline
+        self.shrunk = 0  # generations suspended for a more important one
+        self._shrunk_for: str | None = None  # the generation the batch is shrunk for, while it runs
 
     def select(self, queue: ReadyQueue, running: list[Generation], gens: dict[str, Generation],
-               now: float) -> tuple[list[QueueEntry], list[Generation]]:
-        """Entries to admit, in order, and running generations to suspend to make room.
+               now: float) -> Selection:
+        """Entries to admit, in order, and running generations to suspend.
 
         With a full batch, a queued generation whose priority beats the lowest-priority
         running one takes its place; that one keeps its context and returns to the queue
@@ -55,9 +72,14 @@ class BatchController:
         prefill_total = 0  # prompts admitted in this decision are all prefilled next iteration
         resumes = 0
         kv_free = self.engine.kv_free_tokens()
+        critical = self._critical(batch)
+        if critical is None or critical.task_id != self._shrunk_for:
+            self._shrunk_for = None
         while queue:
             entry = queue.best(now)
             gen = gens[entry.gen_id]
+            if self._shrunk_for is not None and self._can_wait_for(gen, entry, critical, batch, context, now):
+                break  # the batch is shrunk for a more important generation: this one can wait
             victim = None
             if len(batch) >= self.max_batch_size:
                 if not self.preemptive or not victims:
@@ -89,7 +111,60 @@ class BatchController:
             prefill_total += prefill
             resumes += int(gen.in_engine)
             kv_free -= kv_needed
-        return admitted, preempted
+            if self.shrink and (critical is None or entry.tuf.beta > critical.entry.tuf.beta):
+                critical = self._critical(batch)
+        shrunk: list[Generation] = []
+        if critical is not None:
+            shrunk = self._shrink_for(critical, [g for g in batch if g in victims], batch, context, now)
+            if shrunk:
+                self._shrunk_for = critical.task_id
+        return Selection(admitted, preempted, shrunk)
+
+    def _shrink_for(self, critical: Generation, candidates: list[Generation], batch: list[Generation],
+                    context: int, now: float) -> list[Generation]:
+        """The fewest running generations to suspend so that `critical` earns more utility
+        from its segment, each of which can wait for it (and its own resume) at no loss.
+        None if no such set helps: a suspension and its resume are not free."""
+        entry = critical.entry
+        step = self.engine.predict_step_s(len(batch), context)
+        utility_now = entry.tuf.utility(now + self._remaining_s(critical, step) - entry.ref_s)
+        chosen: list[Generation] = []
+        smaller, small_context = list(batch), context
+        for g in sorted(candidates, key=lambda g: -(g.deadline_s - now)):  # most slack first
+            if not self._can_wait_for(g, g.entry, critical, batch, context, now):
+                continue
+            chosen.append(g)
+            smaller.remove(g)
+            small_context -= self.engine.context_tokens(g.task_id)
+            small_step = self.engine.predict_step_s(len(smaller), small_context)
+            if entry.tuf.utility(now + self._remaining_s(critical, small_step) - entry.ref_s) > utility_now:
+                self.shrunk += len(chosen)
+                return chosen
+        return []
+
+    def _critical(self, batch: list[Generation]) -> Generation | None:
+        """The running generation others may be suspended for: the most important (largest
+        beta, then earliest deadline), if anything in the batch is less important."""
+        if not self.shrink or not batch:
+            return None
+        critical = max(batch, key=lambda g: (g.entry.tuf.beta, -g.deadline_s))
+        if all(g.entry.tuf.beta >= critical.entry.tuf.beta for g in batch):
+            return None
+        return critical
+
+    def _remaining_s(self, gen: Generation, step: float) -> float:
+        return max(1, math.ceil(gen.expected_segment_tokens) - gen.seg_tokens) * step
+
+    def _can_wait_for(self, gen: Generation, entry: QueueEntry, critical: Generation, batch: list[Generation],
+                      context: int, now: float) -> bool:
+        """True if `gen` is less important than `critical` and finishing its segment after the
+        critical one's (at the current batch) costs it no utility."""
+        if gen is critical or entry.tuf.beta >= critical.entry.tuf.beta:
+            return False
+        step = self.engine.predict_step_s(max(1, len(batch)), context)
+        finish = now + self._remaining_s(gen, step)
+        delayed = finish + self._remaining_s(critical, step) + self.engine.predict_step_s(1, 0, resumes=1)
+        return entry.tuf.utility(delayed - entry.ref_s) >= entry.tuf.utility(finish - entry.ref_s)
 
     def _keeps_deadlines(self, batch: list[Generation], context: int, prefill: int, resumes: int,
                          now: float) -> bool:

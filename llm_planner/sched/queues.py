@@ -10,7 +10,9 @@ next?" at a given time without rebuilding or re-sorting itself:
   (least decayed). So each class is a list sorted by D and only the entries next to `now`
   (plus the oldest, for ties at zero utility) can be best: O(classes x log n) per decision.
 
-Ties in priority go to the earlier deadline, then to the earlier entry.
+Ties in priority (zero above all: segments that can no longer earn utility) go to the more
+important TUF (larger beta: an urgent task before a normal one), then to the earlier deadline,
+then to the earlier entry.
 """
 
 from __future__ import annotations
@@ -115,9 +117,9 @@ class StaticQueue(ReadyQueue):
         return -self._key(entry)[0]
 
 
-def rank(priority: float, entry: QueueEntry) -> tuple[float, float, int]:
-    """Sort key: higher priority, then earlier deadline, then earlier entry."""
-    return (-priority, entry.deadline_s, entry.seq)
+def rank(priority: float, entry: QueueEntry) -> tuple[float, float, float, int]:
+    """Sort key: higher priority, then larger beta, then earlier deadline, then earlier entry."""
+    return (-priority, -entry.tuf.beta, entry.deadline_s, entry.seq)
 
 
 class PudQueue(ReadyQueue):
@@ -170,10 +172,16 @@ class PudQueue(ReadyQueue):
 @dataclass(frozen=True)
 class Policy:
     name: PolicyName
-    segmented: bool  # segments go to the robot as soon as they are generated
+    segmented: bool  # the plan goes to the robot in segments as they are generated
     suspend: bool  # the generation pauses after each segment and is re-queued
     queue_kind: str  # pud | arrival | first_deadline
     description: str
+    latency_guided: bool = False  # admission only while running deadlines hold (TimelyLLM 4.4)
+    # What `timely` adds to the TimelyLLM paper (each can be switched off in the planner config):
+    keep_running: bool = False  # no pause after a segment; the batch controller suspends when it must
+    hold: bool = False  # hold segments back when streaming them would leave the robot waiting later
+    shrink: bool = False  # suspend generations that can wait so an urgent segment decodes at a small batch
+    predicted_lengths: bool = False  # G and the batch controller use the configured length predictor
 
     def make_queue(self) -> ReadyQueue:
         if self.queue_kind == "pud":
@@ -183,11 +191,17 @@ class Policy:
 
 POLICIES: dict[PolicyName, Policy] = {p.name: p for p in (
     Policy(PolicyName.TIMELY, True, True, "pud",
-           "segmented generation, PUD priority (TUF_0 first segment, TUF_1 resumed)"),
+           "segmented generation, PUD priority, utility-aware hold/stream dispatch, no pause after a "
+           "segment, batch shrinking, predicted segment lengths",
+           keep_running=True, hold=True, shrink=True, predicted_lengths=True),
+    Policy(PolicyName.TIMELYLLM_PAPER, True, True, "pud",
+           "the TimelyLLM paper: segmented generation, PUD priority with a fixed G per segment, "
+           "latency-guided admission, every segment streamed and the generation paused after it",
+           latency_guided=True),
     Policy(PolicyName.FCFS, True, True, "arrival",
-           "segmented generation, first-come-first-served, first segment's priority kept"),
+           "the paper's mechanics, first-come-first-served, first segment's priority kept", latency_guided=True),
     Policy(PolicyName.EDF, True, True, "first_deadline",
-           "segmented generation, earliest first deadline, first segment's priority kept"),
+           "the paper's mechanics, earliest first deadline, first segment's priority kept", latency_guided=True),
     Policy(PolicyName.VLLM, False, False, "arrival",
            "FCFS continuous batching; the whole plan is generated, then executed"),
     Policy(PolicyName.VLLM_STREAM, True, False, "arrival",

@@ -48,6 +48,15 @@ class BatchConfig(_Strict):
     latency_guided: bool = True
 
 
+class FeaturesConfig(_Strict):
+    """Switches for what the policies add to the TimelyLLM paper's algorithm (all on: the
+    policy's own set; one off: an ablation). A policy only uses a feature it has."""
+
+    keep_running: bool = True  # no pause when the robot would run out of work first
+    hold: bool = True  # hold/stream dispatch by expected utility
+    shrink: bool = True  # batch shrinking for an urgent segment
+
+
 class VllmConfig(_Strict):
     """The real engine. `engine_args` go to vllm.EngineArgs unchanged (dtype, max_model_len,
     block_size, kv_cache_memory_bytes, tensor_parallel_size, pipeline_parallel_size, ...)."""
@@ -78,6 +87,7 @@ class PlannerConfig(_Strict):
     # How a segment's tokens are estimated (planning/segment_lengths.py): none = the skill set's
     # segment_tokens; auto = config/predictor/<vllm.model>.pt; or a checkpoint's path.
     predictor: str = Field(default="none", min_length=1)
+    features: FeaturesConfig = FeaturesConfig()
 
     @model_validator(mode="after")
     def _unique_levels(self) -> PlannerConfig:

@@ -1,0 +1,58 @@
+"""The hold/stream decision (dispatch/release.py): when generated segments go to the robot."""
+
+import pytest
+
+from llm_planner.dispatch.release import Outlook, best_hold, release_utility
+from llm_planner.domain.tuf import Tuf
+
+NORMAL = Tuf(1.0, 1.0, 1.5)
+
+
+def outlook(now=0.5, robot_free=float("-inf"), held=(2.0,), ahead=(0.3, 0.3), ahead_exec=2.0, first=True, ref=0.0):
+    return Outlook(now_s=now, robot_free_s=robot_free, held_exec_s=list(held), ahead_gen_s=list(ahead),
+                   ahead_exec_s=ahead_exec, first_tuf=NORMAL if first else NORMAL.resumed(),
+                   first_ref_s=ref, resumed_tuf=NORMAL.resumed())
+
+
+def test_a_fast_engine_streams_every_segment_at_once():
+    # a 2 s call, the next segments 0.3 s away: the robot never waits
+    o = outlook()
+    assert best_hold(o) == 0
+    assert release_utility(o, 0) == pytest.approx(3.0)
+
+
+def test_a_lost_first_unit_is_held_until_the_robot_will_not_wait_again():
+    # the first unit's response is past the cutoff whenever it goes; quick calls (0.1 s) and
+    # 1 s per segment: streaming now would cost each later unit its utility, holding costs nothing
+    o = outlook(now=3.0, held=(0.1,), ahead=(1.0, 1.0, 1.0), ahead_exec=0.1)
+    assert release_utility(o, 0) == pytest.approx(0.0)
+    assert best_hold(o) == 3
+    assert release_utility(o, 3) == pytest.approx(3.0)
+
+
+def test_an_on_time_first_unit_is_not_given_up_for_a_small_later_wait():
+    # now: full TUF_0; holding one more segment (0.8 s) would lose it; streaming costs only
+    # part of the next unit (a 0.1 s wait)
+    o = outlook(now=0.5, held=(0.7,), ahead=(0.8,), ahead_exec=1.0)
+    assert best_hold(o) == 0
+    assert release_utility(o, 0) > release_utility(o, 1)
+
+
+def test_a_busy_robot_gets_the_segment_at_once():
+    # later unit, robot busy for 5 s more: sending now cannot make it wait
+    o = outlook(now=10.0, robot_free=15.0, held=(0.001,), ahead=(1.0, 1.0), ahead_exec=0.001, first=False, ref=15.0)
+    assert best_hold(o) == 0
+
+
+def test_one_long_wait_beats_many_short_ones():
+    """Waits of 0.6 s before each of three quick calls lose three units; held, the robot waits
+    once (this unit, whose wait has already cost it everything) and then never."""
+    o = outlook(now=20.0, robot_free=19.0, held=(0.01,), ahead=(0.6, 0.6, 0.6), ahead_exec=0.01, first=False, ref=19.0)
+    assert release_utility(o, 0) < 1.0
+    assert best_hold(o) == 3
+
+
+def test_ties_release_now_and_nothing_held_is_nothing_to_decide():
+    assert best_hold(outlook(held=())) == 0
+    # no segment to come: nothing to wait for
+    assert best_hold(outlook(ahead=())) == 0
