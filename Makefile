@@ -48,7 +48,7 @@ $(BUILT): $(STAMP) $(wildcard interfaces/llm_planner_interfaces/*/*) interfaces/
 # how much slower this machine's engine is, and the grace time follows the engine's speed.
 demo: setup
 	$(ENV) lrtrace replay config/jobs/urgent_under_load.yaml --traces config/traces/timely_tasks.yaml \
-	  --start-fleet --engine vllm --policies timely,vllm --record out/demo.mcap --json out/demo.json \
+	  --start-fleet --engine vllm --policies timely,vllm --idle-check --record out/demo.mcap --json out/demo.json \
 	  --pace-engine smollm2-135m-instruct-bfloat16-cpu-avx512-bf16
 
 # The same fleet on the sim engine (recorded plans): a one-minute workload replayed live and

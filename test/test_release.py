@@ -8,9 +8,10 @@ from llm_planner.domain.tuf import Tuf
 NORMAL = Tuf(1.0, 1.0, 1.5)
 
 
-def outlook(now=0.5, robot_free=float("-inf"), held=(2.0,), ahead=(0.3, 0.3), ahead_exec=2.0, first=True, ref=0.0):
+def outlook(now=0.5, robot_free=float("-inf"), held=(2.0,), ahead=(0.3, 0.3), ahead_exec=2.0, first=True, ref=0.0,
+            gap=0.0):
     return Outlook(now_s=now, robot_free_s=robot_free, held_exec_s=list(held), ahead_gen_s=list(ahead),
-                   ahead_exec_s=ahead_exec, first_tuf=NORMAL if first else NORMAL.resumed(),
+                   ahead_exec_s=ahead_exec, switch_gap_s=gap, first_tuf=NORMAL if first else NORMAL.resumed(),
                    first_ref_s=ref, resumed_tuf=NORMAL.resumed())
 
 
@@ -56,3 +57,14 @@ def test_ties_release_now_and_nothing_held_is_nothing_to_decide():
     assert best_hold(outlook(held=())) == 0
     # no segment to come: nothing to wait for
     assert best_hold(outlook(ahead=())) == 0
+
+
+def test_the_robots_switch_gap_makes_fewer_dispatches_worth_it():
+    """A lost first unit and an engine that keeps ahead of the robot: without a switch gap,
+    streaming costs nothing; with 50 ms seen between dispatches, each separate one costs 10%
+    of a unit, so the units go out together at the end."""
+    o = outlook(now=3.0, held=(2.0,), ahead=(0.3, 0.3, 0.3), ahead_exec=2.0)
+    assert best_hold(o) == 0 and release_utility(o, 0) == pytest.approx(3.0)
+    gapped = outlook(now=3.0, held=(2.0,), ahead=(0.3, 0.3, 0.3), ahead_exec=2.0, gap=0.05)
+    assert release_utility(gapped, 0) == pytest.approx(3.0 - 3 * 0.1)
+    assert best_hold(gapped) == 3 and release_utility(gapped, 3) == pytest.approx(3.0)

@@ -24,13 +24,17 @@ class Segment(Protocol):
     calls: list[SkillCall]
 
 
+SWITCH_GAP_WEIGHT = 0.2  # of each new report in the running mean of the switch gap
+
+
 @dataclass
 class RobotWork:
     """One task's work at its robot."""
 
     exec_model: ExecModel
     stat: str  # the exec-time statistic that predicts a segment's end (min, mean, qNN)
-    free_s: float = -math.inf  # when the robot is expected to finish what it was sent
+    free_s: float = -math.inf  # when the robot is expected to finish what it was sent (by `stat`)
+    mean_free_s: float = -math.inf  # the same by the mean (what expected utility is priced with)
     outstanding: int = 0  # dispatched segments not reported finished yet
     calls: int = 0  # skill calls dispatched in all
 
@@ -38,20 +42,27 @@ class RobotWork:
         """Predicted execution time of these calls (by `stat`, default the configured one)."""
         return self.exec_model.estimate_calls(calls, stat or self.stat)
 
+    def expected_free_s(self, now: float) -> float:
+        """When the robot is expected to be free (by the mean): not before now while it has
+        not reported its last dispatched segment finished."""
+        return max(self.mean_free_s, now) if self.outstanding else self.mean_free_s
+
     def sent(self, calls: list[SkillCall], now: float) -> None:
         """Queued behind whatever the robot still has to do."""
         self.calls += len(calls)
         self.outstanding += 1
         self.free_s = max(now, self.free_s) + self.duration(calls)
+        self.mean_free_s = max(now, self.mean_free_s) + self.duration(calls, "mean")
 
     def started(self, calls: list[SkillCall], t: float) -> None:
         """The robot started its last dispatched segment at t."""
         self.free_s = t + self.duration(calls)
+        self.mean_free_s = t + self.duration(calls, "mean")
 
     def finished(self, t: float, was_last: bool) -> None:
         self.outstanding -= 1
         if was_last:
-            self.free_s = t  # idle now: the next segment is due now
+            self.free_s = self.mean_free_s = t  # idle now: the next segment is due now
 
 
 class Dispatcher:
@@ -59,13 +70,19 @@ class Dispatcher:
 
     `whole_plan_units`: for policies that send the whole plan at once (the vLLM baselines),
     how to split it into the units utility is counted in (the segments segmented policies
-    would have sent); None for segmented policies, where each dispatch is one unit."""
+    would have sent); None for segmented policies, where each dispatch is one unit.
+
+    `switch_gap_s`: how long a robot is seen to wait between two dispatches of a task when the
+    second was already waiting in its queue (its own switch time and the reporting jitter of
+    its port; 0 for simulated robots), a running mean of the robots' reports. Each separate
+    dispatch costs the next unit that wait, so the release decision prices it."""
 
     def __init__(self, robots: RobotPort, on_executing: Callable[[TaskRecord, DispatchedSegment], None],
                  whole_plan_units: Callable[[SkillSet, str], list[Segment]] | None = None) -> None:
         self.robots = robots
         self.on_executing = on_executing
         self.whole_plan_units = whole_plan_units
+        self.switch_gap_s = 0.0
 
     def send(self, record: TaskRecord, skill_set: SkillSet, work: RobotWork, segments: list[Segment],
              last: bool, now: float) -> None:
@@ -100,14 +117,17 @@ class Dispatcher:
         work.started(segment.calls, t)
         return True
 
-    @staticmethod
-    def finished(record: TaskRecord, work: RobotWork, index: int, call_times_s: list[float], t: float) -> bool:
+    def finished(self, record: TaskRecord, work: RobotWork, index: int, call_times_s: list[float], t: float) -> bool:
         """A robot report: segment `index` ended. True if the robot's free time moved."""
         segment = record.segments[index]
         segment.finished_s = t
         segment.call_times_s = list(call_times_s)
         if math.isnan(segment.started_s):
             segment.started_s = t - sum(call_times_s)
+        previous = record.segments[index - 1] if index else None
+        if previous is not None and previous.call_times_s and segment.dispatched_s < previous.finished_s:
+            gap = max(0.0, segment.started_s - (previous.started_s + sum(previous.call_times_s)))
+            self.switch_gap_s += SWITCH_GAP_WEIGHT * (gap - self.switch_gap_s)
         last = index == len(record.segments) - 1
         work.finished(t, last)
         return last

@@ -11,6 +11,10 @@ the whole plan at the end (the vLLM baselines) concentrates them on the first un
 units and the segments still to come: released once `k` more segments are generated, then
 each following segment sent as soon as it is generated. A segment still to come is expected
 to execute as long as this plan's segments so far did on average (its calls are unknown).
+Each separate dispatch also costs the robot's switch gap (the wait seen between two
+dispatches even when the second was queued: near zero in simulation, tens of milliseconds
+over ROS 2 on a busy machine), which favours fewer, larger dispatches when the first unit's
+utility is lost anyway.
 The decision is taken again at every segment boundary, with what has been generated since.
 """
 
@@ -30,6 +34,7 @@ class Outlook:
     held_exec_s: list[float]  # predicted execution time of each held unit, in order
     ahead_gen_s: list[float]  # predicted generation time of each segment still to come
     ahead_exec_s: float  # predicted execution time of a segment still to come
+    switch_gap_s: float  # what the robot waits between two dispatches even when the second is queued
     first_tuf: Tuf  # the first held unit's TUF: TUF_0 for the plan's first unit, else TUF_1
     first_ref_s: float  # its reference: the task's arrival, or the end of the previous unit
     resumed_tuf: Tuf  # TUF_1, for every unit after it
@@ -39,27 +44,34 @@ def release_utility(o: Outlook, hold_for: int) -> float:
     """Expected utility of the held units and the segments to come if the held units go to
     the robot once `hold_for` more segments are generated."""
     release_s = o.now_s + sum(o.ahead_gen_s[:hold_for])
-    start = max(release_s, o.robot_free_s)
+    start = max(release_s, o.robot_free_s + o.switch_gap_s if o.robot_free_s > o.now_s else o.robot_free_s)
     units = len(o.held_exec_s) + hold_for
     utility = o.first_tuf.utility(start - o.first_ref_s) + o.resumed_tuf.beta * (units - 1)
     robot_free = start + sum(o.held_exec_s) + hold_for * o.ahead_exec_s
     ready = release_s
     for gen_s in o.ahead_gen_s[hold_for:]:
         ready += gen_s
-        wait = max(0.0, ready - robot_free)
-        utility += o.resumed_tuf.utility(wait)
-        robot_free = max(ready, robot_free) + o.ahead_exec_s
+        start = max(ready, robot_free + o.switch_gap_s)
+        utility += o.resumed_tuf.utility(start - robot_free)
+        robot_free = start + o.ahead_exec_s
     return utility
 
 
+# Holding must be expected to save at least this fraction of a unit's utility: smaller
+# differences are within the timing noise of a live robot port (a few tens of milliseconds
+# on TUF_1's slope), and holding delays what the robot does.
+HOLD_MARGIN = 0.1
+
+
 def best_hold(o: Outlook) -> int:
-    """How many more segments to hold the held units for (0: release them now). Ties go to
-    the earlier release: the robot acts sooner at the same utility."""
+    """How many more segments to hold the held units for (0: release them now). Near-ties go
+    to the earlier release: the robot acts sooner at about the same utility."""
     if not o.held_exec_s:
         return 0
     best, best_utility = 0, release_utility(o, 0)
+    margin = HOLD_MARGIN * o.resumed_tuf.beta
     for hold_for in range(1, len(o.ahead_gen_s) + 1):
         utility = release_utility(o, hold_for)
-        if utility > best_utility + 1e-9:
+        if utility > best_utility + margin:
             best, best_utility = hold_for, utility
     return best

@@ -209,14 +209,16 @@ class Planner:
         req = gen.record.request
         step = self._running_step_s()
         first = gen.robot.calls == 0  # nothing sent yet: the held units start the plan
+        robot_free = gen.robot.expected_free_s(now)
         return Outlook(
             now_s=now,
-            robot_free_s=gen.robot.free_s,
+            robot_free_s=robot_free,
             held_exec_s=[gen.robot.duration(s.calls, "mean") for s in gen.held if s.calls],
             ahead_gen_s=[tokens * step for tokens in gen.ahead_tokens],
             ahead_exec_s=gen.segments_exec_s / max(1, gen.segments),
+            switch_gap_s=self.dispatcher.switch_gap_s,
             first_tuf=req.tuf if first else req.tuf.resumed(),
-            first_ref_s=req.arrival_s if first else gen.robot.free_s,
+            first_ref_s=req.arrival_s if first else robot_free,
             resumed_tuf=req.tuf.resumed(),
         )
 

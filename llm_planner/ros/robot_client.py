@@ -15,6 +15,7 @@ from llm_planner_interfaces.action import ExecuteSegment
 from rclpy.action import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
+from rclpy.time import Time
 
 from llm_planner.domain.clock import WallClock
 from llm_planner.domain.tasks import DispatchedSegment
@@ -156,8 +157,17 @@ class RosRobotPort:
 
     def _on_feedback(self, entry: _Pending, feedback_msg) -> None:
         if feedback_msg.feedback.call_index == 0 and math.isnan(entry.started_s):
-            t = entry.started_s = self.clock.now()
+            t = entry.started_s = self._when(feedback_msg.feedback.stamp)
             self.post(lambda: self.planner.segment_started(entry.task_id, entry.index, t))
+
+    def _when(self, stamp) -> float:
+        """The planner clock's time of a robot's stamp (ROS time), so that a report's delivery
+        delay does not count as the robot waiting; the time of receipt if it has no stamp."""
+        now = self.clock.now()
+        if not (stamp.sec or stamp.nanosec):
+            return now
+        age = (self.node.get_clock().now() - Time.from_msg(stamp)).nanoseconds / 1e9
+        return now - min(max(age, 0.0), now)
 
     def _on_result(self, entry: _Pending, future) -> None:
         response = future.result()

@@ -174,7 +174,8 @@ class RobotServer(Node):
             return ExecuteSegment.Result(success=False, message=str(exc), call_times_s=[])
         times: list[float] = []
         for i, call in enumerate(calls):
-            job.goal_handle.publish_feedback(ExecuteSegment.Feedback(call_index=i, call=call.text))
+            job.goal_handle.publish_feedback(ExecuteSegment.Feedback(call_index=i, call=call.text,
+                                                                     stamp=self.get_clock().now().to_msg()))
             outcome = self.backend.execute(call, job.cancel)
             times.append(outcome.seconds)
             if job.cancel.is_set():
