@@ -64,6 +64,8 @@ def test_tasks_succeed_with_segments_in_order(fleet):
             seen[task_id] = index
     drone1 = [t for t, _ in fleet.fleet.robot("drone1").executed]
     assert drone1 == sorted(drone1, key=lambda t: drone1.index(t))  # tasks not interleaved
+    # segments that waited at a robot started straight from the previous one of their plan
+    assert sum(server.handovers for server in fleet.fleet.robots) > 0
 
 
 @pytest.mark.parametrize("fields,reason", [

@@ -68,7 +68,7 @@ class Fleet:
         self.robots = make_robot_servers(config, fleet)
         self.planner_node = PlannerNode(config, fleet, traces, engine=engine) if with_planner else None
         # A robot holds an executor thread while it moves: one each, plus some for the planner.
-        self.executor = MultiThreadedExecutor(num_threads=len(self.robots) + 4)
+        self.executor = MultiThreadedExecutor(num_threads=2 * len(self.robots) + 4)  # + a prestarted goal each
         for node in self.nodes:
             self.executor.add_node(node)
         self._thread = None
@@ -116,7 +116,7 @@ def _spin_until_signal(nodes) -> None:
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
 
-    executor = MultiThreadedExecutor(num_threads=len(nodes) + 4)
+    executor = MultiThreadedExecutor(num_threads=2 * len(nodes) + 4)  # + a prestarted goal per robot
     for node in nodes:
         executor.add_node(node)
     stop = threading.Event()

@@ -9,7 +9,10 @@ reports each call as it starts; a canceled goal stops the running call and ends 
 
 Accepted goals wait in the robot's own queue, not in the executor: a scheduler thread picks
 the next one and only then starts its execution (`goal_handle.execute()`), so a waiting
-segment holds no executor thread; an executing one holds one while the robot moves."""
+segment holds no executor thread; an executing one holds one while the robot moves. The one
+exception makes a plan's segments follow each other without a gap: while a segment runs, the
+task's next one, once it arrives, is started early and waits (holding a thread) for the
+running one to hand the robot over the moment its calls end."""
 
 from __future__ import annotations
 
@@ -37,6 +40,8 @@ class _Job:
     goal_handle: object
     cancel: threading.Event = field(default_factory=threading.Event)
     finished: threading.Event = field(default_factory=threading.Event)
+    turn: threading.Event = field(default_factory=threading.Event)  # the robot is free for it: run
+    prestarted: bool = False  # executing (holding an executor thread), waiting for its turn
     result: object = None
 
     @property
@@ -57,6 +62,7 @@ class RobotServer(Node):
         self.backend = backend
         self.task_hold_s = task_hold_s
         self.executed: list[tuple[str, int]] = []  # (task, segment) in execution order
+        self.handovers = 0  # segments started straight from the previous one of their task
         self.received: dict[tuple[str, int], float] = {}  # (task, segment) -> monotonic time accepted
         self._cond = threading.Condition()
         self._waiting: list[_Job] = []
@@ -95,16 +101,22 @@ class RobotServer(Node):
             self._cond.notify_all()
 
     def _execute(self, goal_handle) -> ExecuteSegment.Result:
-        """Runs in an executor thread once the scheduler has started this goal."""
+        """Runs in an executor thread once the scheduler has started this goal (a prestarted
+        one first waits here for its turn)."""
         key = bytes(goal_handle.goal_id.uuid)
         job = self._by_goal[key]
         try:
+            while not job.turn.wait(0.2):
+                if self._closing or job.cancel.is_set():
+                    break
             if self._closing:
                 result = ExecuteSegment.Result(success=False, message="robot shutting down")
             elif job.cancel.is_set():
                 result = ExecuteSegment.Result(success=False, message="canceled before it started")
             else:
                 result = self._run_calls(job)
+                if result.success and not job.cancel.is_set():
+                    self._hand_over(job)
             if goal_handle.is_cancel_requested:
                 goal_handle.canceled()  # only legal after a client's cancel request
             elif job.cancel.is_set():
@@ -152,18 +164,60 @@ class RobotServer(Node):
                 for j in flush:
                     with self._cond:
                         self._waiting.remove(j)
-                    j.goal_handle.execute()
+                    j.turn.set()
+                    if not j.prestarted:
+                        j.goal_handle.execute()
                 continue
-            self._running = job
+            if not self._run(job):
+                return
+
+    def _run(self, job: _Job) -> bool:
+        """Start `job` and follow the robot until it is idle again: meanwhile the task's next
+        segment, once it waits, is prestarted, and the running job hands the robot straight
+        to it when its calls end (no trip through the executor between two segments of a
+        plan). False when the robot is shutting down."""
+        self._running = job
+        job.turn.set()
+        if not job.prestarted:
             job.goal_handle.execute()
-            while not job.finished.wait(0.5):
+        while True:
+            while not job.finished.wait(0.05):
                 if self._closing:
-                    return
-            self._running = None
+                    return False
+                self._prestart_next(job)
             with self._cond:
+                if self._running is not job:  # handed over to the task's next segment
+                    job = self._running
+                    continue
+                self._running = None
                 self._idle_since = time.monotonic()
                 if job.goal_handle.request.last or not job.result.success:
                     self._current = None
+                return True
+
+    def _next_of(self, job: _Job) -> _Job | None:
+        return next((j for j in self._waiting if j.task_id == job.task_id and j.index == job.index + 1
+                     and not j.cancel.is_set()), None)
+
+    def _prestart_next(self, job: _Job) -> None:
+        with self._cond:
+            nxt = self._next_of(job)
+            if nxt is None or nxt.prestarted or job.goal_handle.request.last:
+                return
+            nxt.prestarted = True
+        nxt.goal_handle.execute()  # its callback waits for its turn
+
+    def _hand_over(self, job: _Job) -> None:
+        """Called by a job whose calls ended: the robot goes on with the task's next segment
+        at once if it is prestarted."""
+        with self._cond:
+            nxt = self._next_of(job)
+            if nxt is None or not nxt.prestarted or self._closing:
+                return
+            self._waiting.remove(nxt)
+            self._running = nxt
+            self.handovers += 1
+        nxt.turn.set()
 
     def _run_calls(self, job: _Job) -> ExecuteSegment.Result:
         goal = job.goal_handle.request
