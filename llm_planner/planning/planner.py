@@ -41,6 +41,7 @@ from llm_planner.settings.config import PlannerConfig
 # Typical task prompt (scene + instruction; its skill set's system prompt is prefix-cached) and
 # attended context, for the per-class estimate of a segment's generation time G.
 TYPICAL_PROMPT_TOKENS = 100
+STEP_WEIGHT = 0.1  # of each iteration in the running mean of the engine's iteration time
 _TYPICAL_CONTEXT_TOKENS = 1000
 
 
@@ -97,6 +98,7 @@ class Planner:
         # (robot type, skill, numeric argument, seconds) of every executed call, for refits
         self.exec_samples: list[tuple[str, str, float | None, float]] = []
         self._gens: dict[str, Generation] = {}
+        self.recent_step_s = 0.0  # running mean of the engine's real iteration time (prefills included)
         self._types: dict[str, tuple[SkillSet, ExecModel]] = {}
         self._gen_time: dict[tuple[str, bool], float] = {}
         for name, rt in config.robot_types.items():
@@ -207,7 +209,9 @@ class Planner:
         """What the release decision needs: the held units' expected execution (the mean: it
         weighs expected utility) and the segments to come at the running batch's step time."""
         req = gen.record.request
-        step = self._running_step_s()
+        # The profile's decode step at the running batch, or what the recent iterations really
+        # took if more (prompts of new arrivals prefilled between decode steps).
+        step = max(self._running_step_s(), self.recent_step_s)
         first = gen.robot.calls == 0  # nothing sent yet: the held units start the plan
         robot_free = gen.robot.expected_free_s(now)
         return Outlook(
@@ -233,8 +237,10 @@ class Planner:
         self._admit(now)
         if not self.engine.running:
             return False
+        started = now
         result = self.engine.step()
         now = self.clock.now()
+        self.recent_step_s += STEP_WEIGHT * (now - started - self.recent_step_s)
         for out in result.outputs:
             gen = self._gens.get(out.gen_id)
             if gen is not None:
