@@ -232,10 +232,14 @@ def test_lrtrace_compare_runs_an_imported_artifact_workload_on_the_real_engine(t
     assert "vllm" in (tmp_path / "out" / "lrtrace.log").read_text().lower()
     assert "WARNING" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr[-3000:]
     result = json.loads(out.read_text())
-    assert list(result) == ["timely", "vllm"]
-    for per_level in result.values():
-        assert set(per_level["all"]) == set(METRIC_KEYS)
-        assert per_level["all"]["tasks"] == len(ARTIFACT_JOBS)
+    assert list(result) == ["timely", "vllm", "recorded traces", "timely (sim)", "vllm (sim)"]
+    assert result["recorded traces"]["plans"]["plans"] == len(ARTIFACT_JOBS)
+    for name in ("timely", "vllm", "timely (sim)", "vllm (sim)"):
+        assert set(result[name]["all"]) == set(METRIC_KEYS)
+        assert result[name]["all"]["tasks"] == len(ARTIFACT_JOBS)
+    # the real engine's runs replayed in simulation with the same plans: which policy wins?
+    assert "utility % of max: real engine vs sim (same plans)" in proc.stdout
+    assert "all: best on the real engine" in proc.stdout
     assert "engine vllm" in proc.stdout and "prefix cache" in proc.stdout
     # the engine profile of this machine's CPU class (model, dtype, class in its name)
     assert "sim (smollm2-135m-instruct-" in proc.stdout and ") vs real vLLM engine" in proc.stdout

@@ -177,7 +177,8 @@ def cmd_compare(args) -> int:
     if engine is not None:
         _print_engine_stats(runs, out)
         if args.check_sim:
-            _check_sim(runs, workload_for, traces, config, args, out, engine.profile_path)
+            simulated = _check_sim(runs, variants, workload_for, traces, args, out, engine.profile_path)
+            results.update({f"{label} (sim)": levels for label, levels in simulated.items()})
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
         out.print(f"wrote {args.json}")
@@ -211,23 +212,30 @@ TIMINGS = {
 }
 
 
-def _check_sim(runs: dict[str, list[SimulationResult]], workload_for, traces, config, args, out,
-               profile: Path) -> dict:
+def _check_sim(runs: dict[str, list[SimulationResult]], variants, workload_for, traces, args, out,
+               profile: Path) -> dict[str, dict]:
     """Re-run each real-engine run in the `sim` engine with the engine profile of the real
-    engine and the plans it generated; print how far the simulated task timings are off."""
-    sim_config = config.model_copy(update={"engine": "sim", "engine_profile": str(profile)})
+    engine and the plans it generated; print how far the simulated task timings are off and
+    both utilities side by side (does the simulation pick the same winner?). Returns the
+    simulated metrics by run label."""
     from rich.table import Table
+
+    setups = {label: (policy, cfg.model_copy(update={"engine": "sim", "engine_profile": str(profile)}))
+              for label, policy, cfg in variants}
+    simulated_levels: dict[str, dict] = {}
 
     table = Table(title=f"sim ({profile.stem}) vs real vLLM engine, same plans, per task")
     for col in ("policy", "timing", "real mean s", "sim mean s", "mean |error| s", "mean |error| %"):
         table.add_column(col, justify="left" if col in ("policy", "timing") else "right")
-    summary = {}
     for policy, sims in runs.items():
         errors: dict[str, list[tuple[float, float]]] = {k: [] for k in TIMINGS}
+        sim_records = []
         for real in sims:
             plans = {r.request.task_id: r.plan for r in real.records}
             workload = _cut(workload_for(real.seed), args.duration)
-            simulated = simulate(workload, traces, policy, sim_config, real.seed, plans=plans, warm_up=True)
+            name, sim_config = setups[policy]
+            simulated = simulate(workload, traces, name, sim_config, real.seed, plans=plans, warm_up=True)
+            sim_records += simulated.records
             by_task = {r.request.task_id: r for r in simulated.records}
             for r in real.records:
                 s = by_task[r.request.task_id]
@@ -241,12 +249,33 @@ def _check_sim(runs: dict[str, list[SimulationResult]], workload_for, traces, co
             real_mean = sum(a for a, _ in pairs) / len(pairs)
             sim_mean = sum(b for _, b in pairs) / len(pairs)
             abs_err = sum(abs(a - b) for a, b in pairs) / len(pairs)
-            summary.setdefault(policy, {})[key] = {"real_mean_s": real_mean, "sim_mean_s": sim_mean,
-                                                   "mean_abs_error_s": abs_err, "tasks": len(pairs)}
             table.add_row(policy, key, f"{real_mean:.3f}", f"{sim_mean:.3f}", f"{abs_err:.3f}",
                           f"{100 * abs_err / real_mean:.1f}" if real_mean > 0 else "-")
+        simulated_levels[policy] = by_level(sim_records, planned_units(sim_records, setups[policy][1]))
     out.print(table)
-    return summary
+    real_levels = {label: by_level([r for s in sims for r in s.records]) for label, sims in runs.items()}
+    agreement = Table(title="utility % of max: real engine vs sim (same plans)")
+    levels = [lvl for lvl in next(iter(real_levels.values())) if lvl != "all"] + ["all"]
+    agreement.add_column("policy")
+    for level in levels:
+        agreement.add_column(f"{level} real", justify="right")
+        agreement.add_column(f"{level} sim", justify="right")
+    for label in runs:
+        agreement.add_row(label, *(report._fmt((per.get(level) or {}).get("utility_pct_of_max"))
+                                   for level in levels for per in (real_levels[label], simulated_levels[label])))
+    out.print(agreement)
+    for level in levels:
+        best_real, best_sim = _best(real_levels, level), _best(simulated_levels, level)
+        out.print(f"{level}: best on the real engine {', '.join(best_real)}; in simulation {', '.join(best_sim)}"
+                  + (" - they agree" if set(best_real) & set(best_sim) else " - they DISAGREE"))
+    return simulated_levels
+
+
+def _best(results: dict[str, dict], level: str) -> list[str]:
+    """The runs with the highest utility % of max at `level` (all of them when tied)."""
+    values = {label: (per.get(level) or {}).get("utility_pct_of_max") for label, per in results.items()}
+    top = max((v for v in values.values() if v is not None), default=None)
+    return [label for label, v in values.items() if v is not None and v == top]
 
 
 def _agreement(live: dict, sim: dict) -> list[tuple[str, str, object, object, object]]:
