@@ -68,3 +68,52 @@ def test_the_robots_switch_gap_makes_fewer_dispatches_worth_it():
     gapped = outlook(now=3.0, held=(2.0,), ahead=(0.3, 0.3, 0.3), ahead_exec=2.0, gap=0.05)
     assert release_utility(gapped, 0) == pytest.approx(3.0 - 3 * 0.1)
     assert best_hold(gapped) == 3 and release_utility(gapped, 3) == pytest.approx(3.0)
+
+
+def _record_with_two_segments(second_dispatched_s):
+    from llm_planner.catalog.skills import load_skill_set
+    from llm_planner.domain.tasks import DispatchedSegment, TaskRecord, TaskRequest
+
+    drone = load_skill_set("minispec_drone")
+    record = TaskRequest("t", "r", "tello", "Scene: [door]. Fly.", "normal", NORMAL, 0.0)
+    record = TaskRecord(record)
+    for index, (text, at) in enumerate((("mf(50);", 0.0), ("tc(90);", second_dispatched_s))):
+        calls = drone.find_calls(text)
+        record.segments.append(DispatchedSegment(index, text, calls, [1], index == 1, at))
+    return record
+
+
+def test_the_dispatcher_learns_the_switch_gap_of_queued_segments():
+    from llm_planner.catalog.exec_model import load_exec_model
+    from llm_planner.dispatch.dispatcher import Dispatcher, RobotWork
+
+    dispatcher = Dispatcher(robots=None, on_executing=None)
+    work = RobotWork(load_exec_model("tello"), "min", outstanding=2)
+    record = _record_with_two_segments(second_dispatched_s=1.0)  # queued while the first ran
+    dispatcher.started(record, work, 0, 0.5)
+    dispatcher.finished(record, work, 0, [2.0], 2.5)
+    dispatcher.started(record, work, 1, 2.55)  # 50 ms after the first one's calls ended
+    dispatcher.finished(record, work, 1, [1.5], 4.05)
+    assert dispatcher.switch_gap_s == pytest.approx(0.2 * 0.05)
+    # a segment sent after the robot had finished: its wait is the planner's, not a switch
+    late = _record_with_two_segments(second_dispatched_s=3.0)
+    dispatcher.started(late, work, 0, 0.5)
+    dispatcher.finished(late, work, 0, [2.0], 2.5)
+    dispatcher.started(late, work, 1, 3.1)
+    dispatcher.finished(late, work, 1, [1.5], 4.6)
+    assert dispatcher.switch_gap_s == pytest.approx(0.2 * 0.05)
+
+
+def test_a_robot_that_has_not_reported_its_end_is_not_expected_free_yet():
+    from llm_planner.catalog.exec_model import load_exec_model
+    from llm_planner.catalog.skills import load_skill_set
+    from llm_planner.dispatch.dispatcher import RobotWork
+
+    work = RobotWork(load_exec_model("tello"), "min")
+    calls = load_skill_set("minispec_drone").find_calls("mf(50);")
+    work.sent(calls, 10.0)
+    assert work.free_s < work.mean_free_s  # by the minimum vs by the mean
+    assert work.expected_free_s(10.5) == pytest.approx(work.mean_free_s)
+    assert work.expected_free_s(20.0) == 20.0  # overdue but not reported: still busy
+    work.finished(20.5, was_last=True)
+    assert work.expected_free_s(30.0) == 20.5  # reported: free since then
