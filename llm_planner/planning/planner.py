@@ -88,7 +88,13 @@ class Planner:
         self.dispatcher = Dispatcher(robots, self._on_executing, None if policy.segmented else split_segments)
         self.queue = policy.make_queue()
         # vLLM baselines admit greedily and never preempt, as vLLM's FCFS scheduler does.
-        self.keep_running = policy.keep_running and config.features.keep_running
+        # A generation leaves the batch after a segment until its robot needs more: always in
+        # the paper; with keep_running never by itself, only when the batch controller needs
+        # its place (a full batch, or shrinking for an urgent one). A decode step costs little
+        # more at a bigger batch (profiles: +3.6 ms per sequence on 74 ms on the AVX2 CPU,
+        # +0.3 ms on 22 ms on the RTX 4090), while a pause costs a resume and, behind a queue,
+        # risks a late one that leaves the robot waiting.
+        self.pause_after_segment = policy.suspend and not (policy.keep_running and config.features.keep_running)
         self.hold = policy.hold and config.features.hold
         self.batch = BatchController(config.batch, engine,
                                      latency_guided=config.batch.latency_guided and policy.latency_guided,
@@ -306,20 +312,11 @@ class Planner:
             self._maybe_complete(gen)
         elif segments:
             entry = self._next_entry(gen)
-            if self._pauses(gen, now):
+            if self.pause_after_segment:
                 self.engine.suspend(gen.task_id)
                 self._end_run(gen, now)
                 self.queue.push(entry)
                 self._emit(record, TaskState.SUSPENDED, segment_index=len(record.segments))
-
-    def _pauses(self, gen: Generation, now: float) -> bool:
-        """Whether a generation leaves the batch after a segment until its robot needs more:
-        always in the paper; with keep_running, never by itself, only when the batch controller
-        needs its place (a full batch, or shrinking for an urgent one). A decode step costs
-        little more at a bigger batch (the profiles: +3.6 ms per sequence on 74 ms on the AVX2
-        CPU, +0.3 ms on 22 ms on the RTX 4090), while a pause costs a resume and, behind a
-        queue, risks a late one that leaves the robot waiting."""
-        return self.policy.suspend and not self.keep_running
 
     def _release(self, gen: Generation, plan_done: bool, now: float) -> None:
         """Send the held segments to the robot now, or keep holding them (see dispatch.release)."""

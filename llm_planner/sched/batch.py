@@ -54,7 +54,6 @@ class BatchController:
         self.shrink = shrink
         self.engine = engine
         self.deferred = 0  # admissions postponed to protect a running generation's deadline
-        self.shrunk = 0  # generations suspended for a more important one
         self._shrunk_for: str | None = None  # the generation the batch is shrunk for, while it runs
 
     def select(self, queue: ReadyQueue, running: list[Generation], gens: dict[str, Generation],
@@ -124,7 +123,7 @@ class BatchController:
                     context: int, now: float) -> list[Generation]:
         """The fewest running generations to suspend so that `critical` earns more utility
         from its segment, each of which can wait for it (and its own resume) at no loss.
-        None if no such set helps: a suspension and its resume are not free."""
+        Empty if no such set helps: a suspension and its resume are not free."""
         entry = critical.entry
         step = self.engine.predict_step_s(len(batch), context)
         utility_now = entry.tuf.utility(now + self._remaining_s(critical, step) - entry.ref_s)
@@ -138,7 +137,6 @@ class BatchController:
             small_context -= self.engine.context_tokens(g.task_id)
             small_step = self.engine.predict_step_s(len(smaller), small_context)
             if entry.tuf.utility(now + self._remaining_s(critical, small_step) - entry.ref_s) > utility_now:
-                self.shrunk += len(chosen)
                 return chosen
         return []
 
