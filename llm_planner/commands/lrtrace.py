@@ -105,19 +105,14 @@ def _variants(policies: list[str], config, ablation: bool) -> list[tuple[str, st
     return runs
 
 
-def _plan_stats(label_records: dict[str, list], traces: TraceSet, workload_jobs, config, tokenizer) -> dict[str, dict]:
+def _plan_stats(label_records: dict[str, list], traces: TraceSet, workload_jobs, config) -> dict[str, dict]:
     """Plan statistics of each run's executed plans and of the workload's recorded plans."""
-    from llm_planner.catalog.skills import load_skill_set
-
-    def skill_set(robot_type: str):
-        return load_skill_set(config.robot_type(robot_type).skill_set)
-
-    out = {label: plan_stats(((skill_set(r.request.robot_type), r.plan) for r in records), tokenizer)
-           for label, records in label_records.items()}
+    out = {label: _executed_plan_stats(records, config) for label, records in label_records.items()}
     by_id = traces.by_id()
     recorded = [by_id[j.trace_id] for j in workload_jobs if j.trace_id in by_id and by_id[j.trace_id].plan]
     if recorded:
-        out["recorded traces"] = plan_stats(((skill_set(t.robot_type), t.plan) for t in recorded), tokenizer)
+        out["recorded traces"] = plan_stats(((load_skill_set(config.robot_type(t.robot_type).skill_set), t.plan)
+                                             for t in recorded), load_tokenizer(config.tokenizer))
     return out
 
 
@@ -161,7 +156,7 @@ def cmd_compare(args) -> int:
         sim_s, wall_s = sum(s.simulated_s for s in sims), sum(s.wall_s for s in sims)
         speed[policy] = (sim_s, wall_s, terminal_counts(records))
     plans = _plan_stats({label: [r for s in sims for r in s.records] for label, sims in runs.items()},
-                        traces, _cut(workload_for(0), args.duration).jobs, config, tokenizer)
+                        traces, _cut(workload_for(0), args.duration).jobs, config)
     for label, stats in plans.items():
         results.setdefault(label, {})["plans"] = stats
     engine_name = (f"engine vllm ({engine.model_dir})" if engine is not None
@@ -253,7 +248,10 @@ def _check_sim(runs: dict[str, list[SimulationResult]], variants, workload_for, 
                           f"{100 * abs_err / real_mean:.1f}" if real_mean > 0 else "-")
         simulated_levels[policy] = by_level(sim_records, planned_units(sim_records, setups[policy][1]))
     out.print(table)
-    real_levels = {label: by_level([r for s in sims for r in s.records]) for label, sims in runs.items()}
+    real_levels = {}
+    for label, sims in runs.items():
+        records = [r for s in sims for r in s.records]
+        real_levels[label] = by_level(records, planned_units(records, setups[label][1]))
     agreement = Table(title="utility % of max: real engine vs sim (same plans)")
     levels = [lvl for lvl in next(iter(real_levels.values())) if lvl != "all"] + ["all"]
     agreement.add_column("policy")

@@ -12,10 +12,10 @@ units and the segments still to come: released once `k` more segments are genera
 each following segment sent as soon as it is generated. A segment still to come is expected
 to execute as long as this plan's segments so far did on average (its calls are unknown).
 Each separate dispatch also costs the robot's switch gap (the wait seen between two
-dispatches even when the second was queued: near zero in simulation, tens of milliseconds
-over ROS 2 on a busy machine), which favours fewer, larger dispatches when the first unit's
-utility is lost anyway.
-The decision is taken again at every segment boundary, with what has been generated since.
+dispatches even when the second was queued: zero in simulation, milliseconds over ROS 2 on
+a busy machine), which favours fewer, larger dispatches when the first unit's utility is lost
+anyway. The decision is taken again at every segment boundary, with what has been generated
+since.
 """
 
 from __future__ import annotations
