@@ -172,7 +172,7 @@ def cmd_compare(args) -> int:
     if engine is not None:
         _print_engine_stats(runs, out)
         if args.check_sim:
-            simulated = _check_sim(runs, variants, workload_for, traces, args, out, engine.profile_path)
+            simulated = _check_sim(runs, results, variants, workload_for, traces, args, out, engine.profile_path)
             results.update({f"{label} (sim)": levels for label, levels in simulated.items()})
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
@@ -207,8 +207,8 @@ TIMINGS = {
 }
 
 
-def _check_sim(runs: dict[str, list[SimulationResult]], variants, workload_for, traces, args, out,
-               profile: Path) -> dict[str, dict]:
+def _check_sim(runs: dict[str, list[SimulationResult]], real_levels: dict[str, dict], variants, workload_for,
+               traces, args, out, profile: Path) -> dict[str, dict]:
     """Re-run each real-engine run in the `sim` engine with the engine profile of the real
     engine and the plans it generated; print how far the simulated task timings are off and
     both utilities side by side (does the simulation pick the same winner?). Returns the
@@ -248,12 +248,9 @@ def _check_sim(runs: dict[str, list[SimulationResult]], variants, workload_for, 
                           f"{100 * abs_err / real_mean:.1f}" if real_mean > 0 else "-")
         simulated_levels[policy] = by_level(sim_records, planned_units(sim_records, setups[policy][1]))
     out.print(table)
-    real_levels = {}
-    for label, sims in runs.items():
-        records = [r for s in sims for r in s.records]
-        real_levels[label] = by_level(records, planned_units(records, setups[label][1]))
+    real_levels = {label: real_levels[label] for label in runs}  # the runs' own (not e.g. "recorded traces")
     agreement = Table(title="utility % of max: real engine vs sim (same plans)")
-    levels = [lvl for lvl in next(iter(real_levels.values())) if lvl != "all"] + ["all"]
+    levels = [lvl for lvl in report.level_names(real_levels) if lvl != "all"] + ["all"]
     agreement.add_column("policy")
     for level in levels:
         agreement.add_column(f"{level} real", justify="right")
@@ -296,13 +293,11 @@ def _urgent_first_actions(client, workload, traces, config, idle: dict[int, floa
     tasks alone on the idle planner, p50 of each and their ratio."""
     from llm_planner.ros.replay import first_action_s
 
-    by_id = traces.by_id()
     loaded = [first_action_s(client, f"job{j.job_id}") for j in workload.jobs if j.trace_id in idle]
     loaded = [x for x in loaded if x is not None]
     if not idle or not loaded:
         return None
-    idle_p50 = statistics.median(idle[j.trace_id] for j in workload.jobs if j.trace_id in idle
-                                 and by_id[j.trace_id].urgency == "urgent")
+    idle_p50 = statistics.median(idle[j.trace_id] for j in workload.jobs if j.trace_id in idle)
     load_p50 = statistics.median(loaded)
     return {"idle_p50_s": round(idle_p50, 4), "load_p50_s": round(load_p50, 4), "ratio": round(load_p50 / idle_p50, 3)}
 

@@ -70,7 +70,7 @@ class Dispatcher:
 
     `whole_plan_units`: for policies that send the whole plan at once (the vLLM baselines),
     how to split it into the units utility is counted in (the segments segmented policies
-    would have sent); None for segmented policies, where each dispatch is one unit.
+    would have sent); None for segmented policies, where each segment of a dispatch is one unit.
 
     `switch_gap_s`: how long a robot is seen to wait between two dispatches of a task when the
     second was already waiting in its queue (its own switch time and the reporting jitter of

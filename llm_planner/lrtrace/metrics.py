@@ -12,7 +12,7 @@ from tokenizers import Tokenizer
 from llm_planner.catalog.skills import SkillSet
 from llm_planner.catalog.tokenizer import count_tokens
 from llm_planner.domain.tasks import TaskRecord, TaskState
-from llm_planner.planning.plan_check import check_generated_plan
+from llm_planner.planning.plan_check import repeated_statements
 from llm_planner.planning.segmenter import split_segments
 
 METRIC_KEYS = ("utility_mean", "utility_pct_of_max", "response_p50_s", "response_p95_s", "plan_done_p50_s",
@@ -98,11 +98,12 @@ def plan_stats(plans: Iterable[tuple[SkillSet, str]], tokenizer: Tokenizer) -> d
     for skill_set, plan in plans:
         if not plan:
             continue
-        check = check_generated_plan(skill_set, "", plan)
+        segments = split_segments(skill_set, plan)
+        texts = [s.text for s in segments if s.text.strip()]  # the statements, as plan_check counts them
         tokens.append(count_tokens(tokenizer, plan))
-        units.append(sum(1 for s in split_segments(skill_set, plan) if s.calls))
-        statements += len(check.segments)
-        repeats += check.repeated_statements
+        units.append(sum(1 for s in segments if s.calls))
+        statements += len(texts)
+        repeats += repeated_statements(texts)
     return {"plans": len(tokens),
             "tokens_mean": round(float(np.mean(tokens)), 1) if tokens else None,
             "units_mean": round(float(np.mean(units)), 2) if units else None,

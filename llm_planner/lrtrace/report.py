@@ -31,7 +31,7 @@ def _fmt(value) -> str:
     return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
 
 
-def _levels(results: dict[str, dict[str, dict]]) -> list[str]:
+def level_names(results: dict[str, dict[str, dict]]) -> list[str]:
     """The urgency levels of the results ("all" last); other keys (e.g. "plans") are not levels."""
     levels: list[str] = []
     for per_level in results.values():
@@ -43,7 +43,7 @@ def _levels(results: dict[str, dict[str, dict]]) -> list[str]:
 
 def comparison_tables(results: dict[str, dict[str, dict]], title: str = "") -> list[Table]:
     """One table per urgency level (rows: policies); `results` is the --json structure."""
-    levels = _levels(results)
+    levels = level_names(results)
     levels.sort(key=lambda lvl: (lvl == "all", lvl))
     tables = []
     for level in levels:
@@ -60,7 +60,7 @@ def comparison_tables(results: dict[str, dict[str, dict]], title: str = "") -> l
 
 def markdown_tables(results: dict[str, dict[str, dict]]) -> str:
     """The same tables as Markdown (for README/docs)."""
-    levels = sorted(_levels(results), key=lambda lvl: (lvl == "all", lvl))
+    levels = sorted(level_names(results), key=lambda lvl: (lvl == "all", lvl))
     out = []
     for level in levels:
         out.append(f"**{level}**\n")

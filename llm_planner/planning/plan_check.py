@@ -32,14 +32,18 @@ class PlanCheck:
 
     @property
     def repeated_statements(self) -> int:
-        """Segments whose text (whitespace aside) equals an earlier one's."""
-        seen: set[str] = set()
-        repeats = 0
-        for text in self.segments:
-            key = "".join(text.split())
-            repeats += key in seen
-            seen.add(key)
-        return repeats
+        return repeated_statements(self.segments)
+
+
+def repeated_statements(segments: list[str]) -> int:
+    """Segments whose text (whitespace aside) equals an earlier one's."""
+    seen: set[str] = set()
+    repeats = 0
+    for text in segments:
+        key = "".join(text.split())
+        repeats += key in seen
+        seen.add(key)
+    return repeats
 
 
 def check_generated_plan(skill_set: SkillSet, task_text: str, plan: str, truncated: bool = False) -> PlanCheck:

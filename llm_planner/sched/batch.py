@@ -150,8 +150,13 @@ class BatchController:
             return None
         return critical
 
+    @staticmethod
+    def _remaining_tokens(gen: Generation) -> int:
+        """Tokens its current segment still needs (at least one)."""
+        return max(1, math.ceil(gen.expected_segment_tokens) - gen.seg_tokens)
+
     def _remaining_s(self, gen: Generation, step: float) -> float:
-        return max(1, math.ceil(gen.expected_segment_tokens) - gen.seg_tokens) * step
+        return self._remaining_tokens(gen) * step
 
     def _can_wait_for(self, gen: Generation, entry: QueueEntry, critical: Generation, batch: list[Generation],
                       context: int, now: float) -> bool:
@@ -173,7 +178,7 @@ class BatchController:
         first = self.engine.predict_step_s(len(batch) + 1, context, prefill, resumes)
         for gen in batch:
             slack = gen.deadline_s - now
-            remaining = max(1, math.ceil(gen.expected_segment_tokens) - gen.seg_tokens)
+            remaining = self._remaining_tokens(gen)
             if remaining * step_now < slack <= first + (remaining - 1) * step:
                 return False
         return True

@@ -173,7 +173,7 @@ class PudQueue(ReadyQueue):
 class Policy:
     name: PolicyName
     segmented: bool  # the plan goes to the robot in segments as they are generated
-    suspend: bool  # the generation pauses after each segment and is re-queued
+    suspend: bool  # a generation can leave the batch and resume later (after each segment unless keep_running)
     queue_kind: str  # pud | arrival | first_deadline
     description: str
     latency_guided: bool = False  # admission only while running deadlines hold (TimelyLLM 4.4)
@@ -192,7 +192,7 @@ class Policy:
 POLICIES: dict[PolicyName, Policy] = {p.name: p for p in (
     Policy(PolicyName.TIMELY, True, True, "pud",
            "segmented generation, PUD priority, utility-aware hold/stream dispatch, no pause after a "
-           "segment, batch shrinking, predicted segment lengths",
+           "segment, batch shrinking, segment lengths from the configured predictor",
            keep_running=True, hold=True, shrink=True, predicted_lengths=True),
     Policy(PolicyName.TIMELYLLM_PAPER, True, True, "pud",
            "the TimelyLLM paper: segmented generation, PUD priority with a fixed G per segment, "

@@ -52,7 +52,7 @@ class FeaturesConfig(_Strict):
     """Switches for what the policies add to the TimelyLLM paper's algorithm (all on: the
     policy's own set; one off: an ablation). A policy only uses a feature it has."""
 
-    keep_running: bool = True  # no pause when the robot would run out of work first
+    keep_running: bool = True  # no pause after a segment; suspended only when the batch controller must
     hold: bool = True  # hold/stream dispatch by expected utility
     shrink: bool = True  # batch shrinking for an urgent segment
 
