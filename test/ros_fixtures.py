@@ -30,16 +30,14 @@ def instruction(trace_id: int) -> str:
 class Running:
     def __init__(self, fleet: Fleet, client: TaskClient) -> None:
         self.fleet, self.client = fleet, client
-        self._executor, self._thread = spin_node(client)
+        self._spinning = spin_node(client)
         assert client.wait_for_planner(15), "planner did not subscribe to /llm_planner/tasks"
         for robot in fleet.robots:  # every action server discovered by the planner's clients
             port = fleet.planner_node.port
-            assert port.clients[robot.robot.id].wait_for_server(timeout_sec=15), robot.robot.id
+            assert port.links[robot.robot.id].client.wait_for_server(timeout_sec=15), robot.robot.id
 
     def stop(self) -> None:
-        self._executor.shutdown(timeout_sec=2)
-        self.client.destroy_node()
-        self._thread.join(timeout=5)
+        self._spinning.shutdown()
         self.fleet.shutdown()
 
 

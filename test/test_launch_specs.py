@@ -3,7 +3,10 @@
 import ast
 from pathlib import Path
 
+import pytest
+
 from llm_planner.ros.fleet_main import node_specs
+from llm_planner.settings.config import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -15,6 +18,16 @@ def test_fleet_node_specs():
     assert specs[0].arguments == ["--robot", "drone1"] and specs[-1].arguments == ["--policy", "edf"]
     assert node_specs("c.yaml", str(ROOT / "config" / "fleet.yaml"))[0].arguments[:4] == [
         "--config", "c.yaml", "--fleet", str(ROOT / "config" / "fleet.yaml")]
+
+
+def test_robots_grouped_per_process():
+    """Over 31 robot processes on one host do not all find each other under LOCALHOST
+    discovery: robots can share a process, each keeping its node name."""
+    specs = node_specs(None, None, robots_per_process=2)
+    assert [s.arguments for s in specs[:-1]] == [["--robot", "drone1", "--robot", "drone2"], ["--robot", "arm1"]]
+    assert [s.name for s in specs] == [None, "arm1_server", "llm_planner"]
+    with pytest.raises(ConfigError, match="robots_per_process"):
+        node_specs(None, None, robots_per_process=0)
 
 
 def test_launch_files_parse_and_use_node_specs():
@@ -42,3 +55,7 @@ def test_fleet_command_reports_bad_files(tmp_path, capsys):
     assert main(["--fleet", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "fleet file not found" in err and "submarine" in err and "must start with a letter" in err
+    from llm_planner.ros.fleet_main import robot_main
+
+    assert robot_main(["--robot", "drone1", "--robot", "nobody"]) == 2
+    assert "['nobody'] are not in the fleet" in capsys.readouterr().err

@@ -316,7 +316,7 @@ def _replay_once(args, config, name, workload, traces, record_path: Path, engine
     if owns_rclpy:
         rclpy.init()
     fleet = None
-    client = recorder = executor = None
+    client = recorder = spinning = None
     try:
         if args.start_fleet:
             from llm_planner.ros.fleet_main import Fleet
@@ -329,7 +329,7 @@ def _replay_once(args, config, name, workload, traces, record_path: Path, engine
             if fleet.unreachable:
                 raise CliError(f"robots did not come up: {fleet.unreachable}")
         client = TaskClient("lrtrace_replay")
-        executor, _ = spin_node(client)
+        spinning = spin_node(client)
         if not client.wait_for_planner(20):
             raise CliError("no planner is subscribed to /llm_planner/tasks (start one, or pass --start-fleet)")
         idle = {}
@@ -353,9 +353,9 @@ def _replay_once(args, config, name, workload, traces, record_path: Path, engine
     finally:
         if recorder is not None:
             recorder.close()
-        if executor is not None:
-            executor.shutdown(timeout_sec=2)
-        if client is not None:
+        if spinning is not None:
+            spinning.shutdown()
+        elif client is not None:
             client.destroy_node()
         if fleet is not None:
             fleet.shutdown()
@@ -461,7 +461,7 @@ def cmd_record(args) -> int:
     rclpy.init()
     node = TaskClient("lrtrace_recorder")
     recorder = Recorder(node, args.output)
-    executor, _ = spin_node(node)
+    spinning = spin_node(node)
     _stdout().print(f"recording /llm_planner/tasks and /llm_planner/status to {args.output}"
                     + (f" for {args.duration:.0f} s" if args.duration else "; Ctrl-C to stop"))
     deadline = time.monotonic() + args.duration if args.duration else math.inf
@@ -473,8 +473,7 @@ def cmd_record(args) -> int:
         pass
     finally:
         recorder.close()
-        executor.shutdown(timeout_sec=2)
-        node.destroy_node()
+        spinning.shutdown()
         rclpy.try_shutdown()
     _stdout().print(f"wrote {recorder.count} messages to {args.output}")
     return 0

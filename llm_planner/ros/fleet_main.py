@@ -1,5 +1,5 @@
 """`llm-planner-fleet`: the planner node and every robot server of a fleet in one process
-(MultiThreadedExecutor), for machines without `ros2 launch`. launch/fleet.launch.py starts
+(each node spinning in its own executor), for machines without `ros2 launch`. launch/fleet.launch.py starts
 the same set as separate processes from `node_specs`."""
 
 from __future__ import annotations
@@ -14,51 +14,59 @@ from dataclasses import dataclass, field
 from llm_planner.catalog.exec_model import load_exec_model
 from llm_planner.catalog.skills import load_skill_set
 from llm_planner.robots.backends import make_backend
-from llm_planner.ros.spin import spin_in_thread
 from llm_planner.settings.config import ConfigError, PlannerConfig, load_planner_config
 from llm_planner.settings.fleet import FleetConfig, load_fleet
 
 
 @dataclass
 class NodeSpec:
-    """One node as a launch file starts it: executable, name, arguments."""
+    """One process as a launch file starts it: executable, node name (None: a process of
+    several robot servers, each keeping its own name), arguments."""
 
     executable: str
-    name: str
+    name: str | None
     arguments: list[str] = field(default_factory=list)
 
 
-def node_specs(planner_config: str | None, fleet_file: str | None, policy: str | None = None) -> list[NodeSpec]:
-    """The nodes of a fleet launch: one robot server per robot, then the planner."""
+def node_specs(planner_config: str | None, fleet_file: str | None, policy: str | None = None,
+               robots_per_process: int = 1) -> list[NodeSpec]:
+    """The processes of a fleet launch: robot servers (one per process by default), then the
+    planner. With ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, Fast DDS finds at most 32
+    processes on one host (rmw_fastrtps sets maxInitialPeersRange=32): a fleet of more than
+    31 robots on one host needs several robots per process."""
+    if robots_per_process < 1:
+        raise ConfigError(f"robots_per_process must be at least 1, not {robots_per_process}")
     fleet = load_fleet(fleet_file)
     common = (["--config", planner_config] if planner_config else []) + (["--fleet", fleet_file] if fleet_file else [])
-    specs = [NodeSpec("llm-planner-robot", f"{r.id}_server", common + ["--robot", r.id]) for r in fleet.robots]
+    specs = []
+    for start in range(0, len(fleet.robots), robots_per_process):
+        group = fleet.robots[start:start + robots_per_process]
+        name = f"{group[0].id}_server" if len(group) == 1 else None
+        specs.append(NodeSpec("llm-planner-robot", name, common + [a for r in group for a in ("--robot", r.id)]))
     specs.append(NodeSpec("llm-planner-node", "llm_planner", common + (["--policy", policy] if policy else [])))
     return specs
 
 
-def make_robot_servers(config: PlannerConfig, fleet: FleetConfig, only: str | None = None):
+def make_robot_servers(config: PlannerConfig, fleet: FleetConfig, only: list[str] | None = None):
+    """A server for every robot of the fleet, or for the robots named in `only`."""
     from llm_planner.ros.robot_server import RobotServer
 
     servers = []
     for robot in fleet.robots:
-        if only is not None and robot.id != only:
+        if only is not None and robot.id not in only:
             continue
         rt = config.robot_type(robot.type)
         backend = make_backend(robot.backend, load_exec_model(rt.exec_model), robot.options)
         servers.append(RobotServer(robot, load_skill_set(rt.skill_set), backend))
-    if only is not None and not servers:
-        raise ConfigError(f"robot {only!r} is not in the fleet")
     return servers
 
 
 class Fleet:
-    """Planner + robot servers spinning in one MultiThreadedExecutor on a background thread."""
+    """Planner + robot servers, each spinning in its own executor on a background thread."""
 
     def __init__(self, config: PlannerConfig, fleet: FleetConfig, traces: list[str] | None = None,
                  with_planner: bool = True, engine=None) -> None:
         import rclpy
-        from rclpy.executors import MultiThreadedExecutor
 
         from llm_planner.ros.planner_node import PlannerNode
 
@@ -67,19 +75,18 @@ class Fleet:
         fleet.check_types(config.robot_types)
         self.robots = make_robot_servers(config, fleet)
         self.planner_node = PlannerNode(config, fleet, traces, engine=engine) if with_planner else None
-        # A robot holds an executor thread while it moves: one each, plus some for the planner.
-        self.executor = MultiThreadedExecutor(num_threads=2 * len(self.robots) + 4)  # + a prestarted goal each
-        for node in self.nodes:
-            self.executor.add_node(node)
-        self._thread = None
+        self._spinning = None
 
     @property
     def nodes(self):
-        return self.robots + ([self.planner_node] if self.planner_node else [])
+        """The planner first: at shutdown it stops planning before the robots stop."""
+        return ([self.planner_node] if self.planner_node else []) + self.robots
 
     def start(self, wait_s: float = 30.0) -> Fleet:
         """Spin, and wait until the planner has a round trip with every robot."""
-        self._thread = spin_in_thread(self.executor, "fleet-executor")
+        from llm_planner.ros.spin import Spinning
+
+        self._spinning = Spinning(self.nodes)
         if self.planner_node is not None:
             self.unreachable = self.planner_node.wait_for_robots(wait_s)
         return self
@@ -90,19 +97,15 @@ class Fleet:
     def remove_robot(self, robot_id: str) -> None:
         """Take a robot server off the network (fault drills)."""
         server = self.robot(robot_id)
-        server.stop()
-        self.executor.remove_node(server)
         self.robots.remove(server)
-        server.destroy_node()
+        self._spinning.remove(server)
 
     def shutdown(self) -> None:
-        for robot in self.robots:
-            robot.stop()
-        self.executor.shutdown(timeout_sec=2.0)
-        for node in self.nodes:
-            node.destroy_node()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        if self._spinning is not None:
+            self._spinning.shutdown()
+        else:
+            for node in self.nodes:
+                node.destroy_node()
 
 
 def _load(args) -> tuple[PlannerConfig, FleetConfig]:
@@ -112,28 +115,28 @@ def _load(args) -> tuple[PlannerConfig, FleetConfig]:
     return config, fleet
 
 
+def _init_ros() -> None:
+    """rclpy without its signal handlers: they would shut the context down at Ctrl-C or
+    SIGTERM while the nodes are still being stopped and destroyed (a node's destruction then
+    hung); `_spin_until_signal` handles both signals and shuts down in order."""
+    import rclpy
+    from rclpy.signals import SignalHandlerOptions
+
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+
+
 def _spin_until_signal(nodes) -> None:
     import rclpy
-    from rclpy.executors import MultiThreadedExecutor
 
-    executor = MultiThreadedExecutor(num_threads=2 * len(nodes) + 4)  # + a prestarted goal per robot
-    for node in nodes:
-        executor.add_node(node)
+    from llm_planner.ros.spin import Spinning
+
+    spinning = Spinning(nodes)
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    spin_in_thread(executor)
-    try:
-        # rclpy's own SIGINT handler shuts the context down: that is our Ctrl-C too
-        while not stop.wait(0.2) and rclpy.ok():
-            pass
-    except KeyboardInterrupt:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(0.2) and rclpy.ok():
         pass
-    for node in nodes:
-        if hasattr(node, "stop"):
-            node.stop()
-    executor.shutdown(timeout_sec=2.0)
-    for node in nodes:
-        node.destroy_node()
+    spinning.shutdown()
     rclpy.try_shutdown()
 
 
@@ -157,16 +160,14 @@ def main(argv: list[str] | None = None) -> int:
         config = load_planner_config(args.config, policy=args.policy, engine=args.engine)
         fleet = load_fleet(args.fleet)
         fleet.check_types(config.robot_types)
-        import rclpy
-
-        rclpy.init()
+        _init_ros()
         from llm_planner.ros.planner_node import PlannerNode
 
-        nodes = make_robot_servers(config, fleet) + [PlannerNode(config, fleet, args.traces)]
+        nodes = [PlannerNode(config, fleet, args.traces)] + make_robot_servers(config, fleet)
     except (ConfigError, ValueError, RuntimeError) as exc:
         print(f"llm-planner-fleet: {exc}", file=sys.stderr)
         return 2
-    planner_node = nodes[-1]
+    planner_node = nodes[0]
     threading.Thread(target=planner_node.wait_for_robots, daemon=True).start()
     print(f"fleet up: planner + {len(fleet.robots)} robots ({', '.join(r.id for r in fleet.robots)}); "
           f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}. Ctrl-C to stop.", flush=True)
@@ -186,9 +187,7 @@ def planner_main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         config, fleet = _load(args)
-        import rclpy
-
-        rclpy.init()
+        _init_ros()
         from llm_planner.ros.planner_node import PlannerNode
 
         node = PlannerNode(config, fleet, args.traces)
@@ -200,14 +199,15 @@ def planner_main(argv: list[str] | None = None) -> int:
 
 
 def robot_main(argv: list[str] | None = None) -> int:
-    p = _parser("Start one robot's action server.")
-    p.add_argument("--robot", required=True, help="robot id from the fleet file")
+    p = _parser("Start robot action servers (one, or several in one process).")
+    p.add_argument("--robot", required=True, action="append", help="robot id from the fleet file (repeatable)")
     args = p.parse_args(argv)
     try:
         config, fleet = _load(args)
-        import rclpy
-
-        rclpy.init()
+        missing = sorted(set(args.robot) - {r.id for r in fleet.robots})
+        if missing:
+            raise ConfigError(f"robots {missing} are not in the fleet")
+        _init_ros()
         nodes = make_robot_servers(config, fleet, only=args.robot)
     except (ConfigError, ValueError) as exc:
         print(f"llm-planner-robot: {exc}", file=sys.stderr)

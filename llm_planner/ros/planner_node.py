@@ -20,6 +20,7 @@ from llm_planner.lrtrace.planbook import PlanBook
 from llm_planner.planning.driver import LiveDriver
 from llm_planner.planning.intake import Rejection, build_request
 from llm_planner.planning.planner import Planner
+from llm_planner.ros.hops import HopLog
 from llm_planner.ros.qos import TOPIC
 from llm_planner.ros.robot_client import RosRobotPort
 from llm_planner.sched.queues import get_policy
@@ -56,9 +57,11 @@ class PlannerNode(Node):
         else:
             engine.reset(self.clock)
         self._status_pub = self.create_publisher(TaskStatus, STATUS_TOPIC, TOPIC)
-        self.port = RosRobotPort(self, fleet, self._post, self.clock, fleet.robot_timeout_s)
+        self.hops = HopLog.from_env(node_name)
+        self.port = RosRobotPort(fleet, self._post, self.clock, fleet.robot_timeout_s, self.hops)
         self.planner = Planner(config, get_policy(config.policy), engine, self.clock, self.port, self._publish)
         self.port.planner = self.planner
+        self._timeouts = self.create_timer(0.2, self.port.check_timeouts)
         self.planner.warm_up()
         self.driver = LiveDriver(self.planner)
         self._ids = itertools.count(1)
@@ -68,6 +71,11 @@ class PlannerNode(Node):
         engine_name = config.engine_profile if config.engine == "sim" else config.vllm.model
         self.get_logger().info(f"policy {config.policy}, engine {config.engine} ({engine_name}), "
                                f"{len(fleet.robots)} robots, {len(self.plans)} recorded plans")
+
+    @property
+    def link_nodes(self) -> list[Node]:
+        """The nodes of the planner's robot links: spin them beside this one (ros/spin.py)."""
+        return list(self.port.links.values())
 
     def wait_for_robots(self, timeout_s: float = 30.0) -> list[str]:
         """Probe every robot until it answers; returns the ids that did not within the time."""
@@ -89,6 +97,7 @@ class PlannerNode(Node):
     def _on_task(self, msg: Task) -> None:
         arrival = self.clock.now()
         task_id = msg.task_id or f"auto-{next(self._ids)}"
+        self.hops.mark(task_id, 0, "received")
         outcome = build_request(task_id, msg.robot_id, msg.instruction, msg.urgency, msg.beta, msg.ert_s,
                                 msg.cutoff_s, config=self.config, fleet=self.fleet, arrival_s=arrival,
                                 forced_plan=self.plans.plan_for(msg.instruction),
@@ -96,8 +105,19 @@ class PlannerNode(Node):
         if isinstance(outcome, Rejection):
             self._post(lambda: self.planner.reject(outcome.task_id, outcome.robot_id, outcome.reason))
         else:
-            self._post(lambda: self.planner.submit(outcome))
+            def submit() -> None:
+                self.hops.mark(task_id, 0, "enqueued")
+                self.planner.submit(outcome)
+
+            self._post(submit)
+
+    def stop(self) -> None:
+        """Stop planning (the driver's thread); the node stays until destroyed."""
+        self.driver.stop()
 
     def destroy_node(self) -> None:
         self.driver.stop()
+        self.hops.write()
+        for link in self.link_nodes:
+            link.destroy_node()
         super().destroy_node()

@@ -1,6 +1,6 @@
-"""The planner's side of the ExecuteSegment action: one action client per robot, goals sent
-in order, results and failures (robot timeout, vanished server) posted back to the planner
-thread. Implements the core's RobotPort protocol over ROS 2."""
+"""The planner's side of the ExecuteSegment action: one link node (an action client) per
+robot, goals sent in order, results and failures (robot timeout, vanished server) posted
+back to the planner thread. Implements the core's RobotPort protocol over ROS 2."""
 
 from __future__ import annotations
 
@@ -13,16 +13,17 @@ from dataclasses import dataclass
 from action_msgs.msg import GoalStatus
 from llm_planner_interfaces.action import ExecuteSegment
 from rclpy.action import ActionClient
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.time import Time
 
 from llm_planner.domain.clock import WallClock
 from llm_planner.domain.tasks import DispatchedSegment
 from llm_planner.planning.planner import Planner
+from llm_planner.ros.hops import HopLog
 from llm_planner.ros.qos import ACTION_CLIENT
 from llm_planner.settings.fleet import FleetConfig
 
+HANDOFF_S = 0.0005  # the planner thread's pause after queueing work for a link's executor
 _ENDED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_CANCELED, GoalStatus.STATUS_ABORTED)
 
 
@@ -39,36 +40,41 @@ class _Pending:
     asked_again_s: float = math.nan  # when the result was last asked for again
 
 
-class RosRobotPort:
-    """Planner → robots over ExecuteSegment. Results come back into the planner thread via
-    the driver. A segment fails its task when the robot does not accept it within the robot
-    timeout, does not finish it within its worst-case execution time plus the timeout once
-    started, or when the robot's action server disappears for longer than the timeout (a
-    segment may wait any time behind other work on a robot that is alive).
+class RobotLink(Node):
+    """The planner's end of one robot's ExecuteSegment action, as a node of its own so that it
+    spins in its own executor (ros/spin.py): its executor waits on this one action client
+    only, and its callbacks run one at a time. A segment fails its task when the robot does
+    not accept it within the robot timeout, does not finish it within its worst-case
+    execution time plus the timeout once started, or when the robot's action server
+    disappears for longer than the timeout (a segment may wait any time behind other work on
+    a robot that is alive).
 
-    rclpy action clients are not safe to call from a foreign thread while the executor
-    handles their responses, so the planner thread only queues goal sends and cancels; a
-    guard condition runs them in the executor, in one mutually exclusive callback group
-    with all action-client callbacks."""
+    Everything that touches the action client runs in this node's executor thread, as rclpy
+    expects (sending goals straight from the planner's thread lost a goal response now and
+    then in the 500-task burst test): the planner thread queues goal sends and cancels, and a
+    guard condition runs them here."""
 
-    def __init__(self, node: Node, fleet: FleetConfig, driver_post, clock: WallClock, timeout_s: float) -> None:
-        self.node = node
-        self.post = driver_post
-        self.clock = clock
-        self.timeout_s = timeout_s
-        self.planner: Planner | None = None
-        group = MutuallyExclusiveCallbackGroup()
-        self.clients = {r.id: ActionClient(node, ExecuteSegment, f"/{r.id}/execute_segment", callback_group=group,
-                                     **ACTION_CLIENT)
-                        for r in fleet.robots}
+    def __init__(self, robot_id: str, port: RosRobotPort) -> None:
+        # A helper of the planner node: no parameter services or rosout of its own (with fifty
+        # robots those would add hundreds of endpoints for DDS discovery to match), and not
+        # renamed by the command line's remaps, which are meant for the planner node.
+        super().__init__(f"llm_planner_link_{robot_id}", start_parameter_services=False, enable_rosout=False,
+                         use_global_arguments=False)
+        self.robot_id = robot_id
+        self.port = port
+        self.client = ActionClient(self, ExecuteSegment, f"/{robot_id}/execute_segment", **ACTION_CLIENT)
         self._pending: dict[tuple[str, int], _Pending] = {}
         self._lock = threading.Lock()
-        self._gone_since: dict[str, float] = {}
+        self._gone_since: float | None = None
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()
-        self._wake = node.create_guard_condition(self._drain_outbox, callback_group=group)
-        self._timer = node.create_timer(0.2, self._check_timeouts, callback_group=group)
+        self._wake = self.create_guard_condition(self._drain_outbox)
 
-    def _in_executor(self, fn) -> None:
+    @property
+    def busy(self) -> bool:
+        return bool(self._pending)
+
+    def in_executor(self, fn) -> None:
+        """Run `fn` in this node's executor thread."""
         self._outbox.put(fn)
         self._wake.trigger()
 
@@ -80,51 +86,26 @@ class RosRobotPort:
                 return
             fn()
 
-    # called in the planner thread
-    def dispatch(self, robot_id: str, task_id: str, segment: DispatchedSegment) -> None:
-        client = self.clients.get(robot_id)
-        if client is None or not client.server_is_ready():
-            reason = "not in the fleet" if client is None else f"no action server /{robot_id}/execute_segment"
-            t = self.clock.now()
-            # posted, not called: the planner is in the middle of handling this task
-            self.post(lambda: self.planner.segment_finished(task_id, segment.index, False, [],
-                                                            f"robot {robot_id}: {reason}", t))
-            return
-        _, model = self.planner.robot_models(task_id)
-        worst = model.estimate_calls(segment.calls, "max")
-        entry = _Pending(robot_id, task_id, segment.index, worst, self.clock.now())
+    def dispatch(self, task_id: str, segment: DispatchedSegment, worst_s: float) -> None:
+        port = self.port
+        entry = _Pending(self.robot_id, task_id, segment.index, worst_s, port.clock.now())
         with self._lock:
             self._pending[(task_id, segment.index)] = entry
         goal = ExecuteSegment.Goal(task_id=task_id, segment_index=segment.index, text=segment.text,
                                    calls=segment.call_texts, last=segment.last)
 
         def send() -> None:
-            entry.sent_s = self.clock.now()
-            future = client.send_goal_async(goal, feedback_callback=lambda fb: self._on_feedback(entry, fb))
-            future.add_done_callback(lambda f: self._in_executor(lambda: self._on_goal_response(entry, f)))
+            entry.sent_s = port.clock.now()
+            port.hops.mark(task_id, segment.index, "sent")
+            future = self.client.send_goal_async(goal, feedback_callback=lambda fb: self._on_feedback(entry, fb))
+            future.add_done_callback(lambda f: self._on_goal_response(entry, f))
 
-        self._in_executor(send)
+        self.in_executor(send)
+        # Give the executor thread the GIL now: otherwise the planner thread, busy with the
+        # engine, keeps it for up to the interpreter's 5 ms switch interval before the goal goes.
+        time.sleep(HANDOFF_S)
 
-    def probe(self, robot_id: str, timeout_s: float) -> bool:
-        """Round trip to a robot's action server: a goal with an empty task_id, which robots
-        reject. A reply proves that both directions are matched, which `server_is_ready()`
-        (this side's view of discovery) does not. Call from outside the executor."""
-        client = self.clients[robot_id]
-        replied = threading.Event()
-
-        def send() -> None:
-            if client.server_is_ready():
-                future = client.send_goal_async(ExecuteSegment.Goal(task_id="", text=""))
-                future.add_done_callback(lambda f: replied.set())
-
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            self._in_executor(send)
-            if replied.wait(min(1.0, max(0.0, deadline - time.monotonic()))):
-                return True
-        return False
-
-    def cancel(self, robot_id: str, task_id: str) -> None:
+    def cancel(self, task_id: str) -> None:
         with self._lock:
             entries = [p for p in self._pending.values() if p.task_id == task_id]
             for p in entries:
@@ -136,10 +117,29 @@ class RosRobotPort:
                 if p.handle is not None:
                     p.handle.cancel_goal_async()
 
-        self._in_executor(cancel_goals)
+        self.in_executor(cancel_goals)
 
-    # executor threads
+    def probe(self, timeout_s: float) -> bool:
+        """Round trip to the robot's action server: a goal with an empty task_id, which robots
+        reject. A reply proves that both directions are matched, which `server_is_ready()`
+        (this side's view of discovery) does not. Call from outside the executor."""
+        replied = threading.Event()
+
+        def send() -> None:
+            if self.client.server_is_ready():
+                future = self.client.send_goal_async(ExecuteSegment.Goal(task_id="", text=""))
+                future.add_done_callback(lambda f: replied.set())
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self.in_executor(send)
+            if replied.wait(min(1.0, max(0.0, deadline - time.monotonic()))):
+                return True
+        return False
+
+    # this node's executor
     def _on_goal_response(self, entry: _Pending, future) -> None:
+        self.port.hops.mark(entry.task_id, entry.index, "acknowledged")
         handle = future.result()
         if not handle.accepted:
             self._finish(entry, False, [], f"robot {entry.robot_id} rejected segment {entry.index}")
@@ -151,47 +151,58 @@ class RosRobotPort:
         self._request_result(entry)
 
     def _request_result(self, entry: _Pending) -> None:
-        # Done callbacks of this future run outside the callback group: hop back into it.
-        entry.handle.get_result_async().add_done_callback(
-            lambda f: self._in_executor(lambda: self._on_result(entry, f)))
+        entry.handle.get_result_async().add_done_callback(lambda f: self._on_result(entry, f))
 
     def _on_feedback(self, entry: _Pending, feedback_msg) -> None:
         if feedback_msg.feedback.call_index == 0 and math.isnan(entry.started_s):
+            self.port.hops.mark(entry.task_id, entry.index, "reported")
             t = entry.started_s = self._when(feedback_msg.feedback.stamp)
-            self.post(lambda: self.planner.segment_started(entry.task_id, entry.index, t))
+            self.port.post(lambda: self.port.planner.segment_started(entry.task_id, entry.index, t))
 
     def _when(self, stamp) -> float:
         """The planner clock's time of a robot's stamp (ROS time), so that a report's delivery
         delay does not count as the robot waiting; the time of receipt if it has no stamp."""
-        now = self.clock.now()
+        now = self.port.clock.now()
         if not (stamp.sec or stamp.nanosec):
             return now
-        age = (self.node.get_clock().now() - Time.from_msg(stamp)).nanoseconds / 1e9
+        age = (self.get_clock().now() - Time.from_msg(stamp)).nanoseconds / 1e9
         return now - min(max(age, 0.0), now)
 
     def _on_result(self, entry: _Pending, future) -> None:
+        self.port.hops.mark(entry.task_id, entry.index, "result")
         response = future.result()
         result = response.result
         ok = result.success and response.status == GoalStatus.STATUS_SUCCEEDED
         message = result.message or ("" if ok else f"goal ended with status {response.status}")
-        self._finish(entry, ok, list(result.call_times_s), message)
+        times = list(result.call_times_s)
+        if math.isnan(entry.started_s) and times:
+            # The start report was missed (its callback can be registered a moment after
+            # the goal went out): the robot started the calls their measured time ago.
+            t = entry.started_s = self.port.clock.now() - sum(times)
+            self.port.post(lambda: self.port.planner.segment_started(entry.task_id, entry.index, t))
+        self._finish(entry, ok, times, message)
 
     def _finish(self, entry: _Pending, ok: bool, times: list[float], message: str) -> None:
-        t = self.clock.now()
+        t = self.port.clock.now()
         with self._lock:
             if self._pending.pop((entry.task_id, entry.index), None) is None:
                 return  # already timed out or canceled
-        self.post(lambda: self.planner.segment_finished(entry.task_id, entry.index, ok, times, message, t))
+        planner = self.port.planner
+        self.port.post(lambda: planner.segment_finished(entry.task_id, entry.index, ok, times, message, t))
 
-    def _check_timeouts(self) -> None:
-        now = self.clock.now()
-        for robot_id, client in self.clients.items():
-            if client.server_is_ready():
-                self._gone_since.pop(robot_id, None)
-            else:
-                self._gone_since.setdefault(robot_id, now)
+    def check_timeouts(self) -> None:
+        """In this node's executor (the planner node's timer queues it for busy links)."""
+        now = self.port.clock.now()
         with self._lock:
             pending = list(self._pending.values())
+        if not pending:
+            self._gone_since = None
+            return
+        if self.client.server_is_ready():
+            self._gone_since = None
+        elif self._gone_since is None:
+            self._gone_since = now
+        timeout_s = self.port.timeout_s
         for p in pending:
             overdue = not math.isnan(p.started_s) and now - p.started_s > p.worst_s + 1.0
             if p.handle is not None and (p.handle.status in _ENDED or overdue):
@@ -205,15 +216,56 @@ class RosRobotPort:
                     p.asked_again_s = now
                     self._request_result(p)
             reason = None
-            if p.handle is None and now - p.sent_s > self.timeout_s:
-                reason = f"robot {p.robot_id} did not accept segment {p.index} within {self.timeout_s:.1f} s"
-            elif not math.isnan(p.started_s) and now - p.started_s > p.worst_s + self.timeout_s:
+            if p.handle is None and now - p.sent_s > timeout_s:
+                reason = f"robot {p.robot_id} did not accept segment {p.index} within {timeout_s:.1f} s"
+            elif not math.isnan(p.started_s) and now - p.started_s > p.worst_s + timeout_s:
                 status = p.handle.status if p.handle is not None else "not accepted yet"
                 reason = (f"robot {p.robot_id} gave no result for segment {p.index} within "
-                          f"{p.worst_s + self.timeout_s:.1f} s of starting it (goal status {status})")
-            elif now - self._gone_since.get(p.robot_id, now) > self.timeout_s:
+                          f"{p.worst_s + timeout_s:.1f} s of starting it (goal status {status})")
+            elif self._gone_since is not None and now - self._gone_since > timeout_s:
                 reason = f"robot {p.robot_id}'s action server disappeared"
             if reason:
                 if p.handle is not None:
                     p.handle.cancel_goal_async()
                 self._finish(p, False, [], reason)
+
+
+class RosRobotPort:
+    """Planner → robots over ExecuteSegment (the core's RobotPort protocol): one RobotLink
+    node per robot. Results come back into the planner thread via the driver's `post`."""
+
+    def __init__(self, fleet: FleetConfig, driver_post, clock: WallClock, timeout_s: float,
+                 hops: HopLog | None = None) -> None:
+        self.post = driver_post
+        self.clock = clock
+        self.timeout_s = timeout_s
+        self.hops = hops or HopLog(None)
+        self.planner: Planner | None = None
+        self.links = {r.id: RobotLink(r.id, self) for r in fleet.robots}
+
+    # called in the planner thread
+    def dispatch(self, robot_id: str, task_id: str, segment: DispatchedSegment) -> None:
+        self.hops.mark(task_id, segment.index, "decided")
+        link = self.links.get(robot_id)
+        if link is None or not link.client.server_is_ready():
+            reason = "not in the fleet" if link is None else f"no action server /{robot_id}/execute_segment"
+            t = self.clock.now()
+            # posted, not called: the planner is in the middle of handling this task
+            self.post(lambda: self.planner.segment_finished(task_id, segment.index, False, [],
+                                                            f"robot {robot_id}: {reason}", t))
+            return
+        _, model = self.planner.robot_models(task_id)
+        link.dispatch(task_id, segment, model.estimate_calls(segment.calls, "max"))
+
+    def cancel(self, robot_id: str, task_id: str) -> None:
+        link = self.links.get(robot_id)
+        if link is not None:
+            link.cancel(task_id)
+
+    def probe(self, robot_id: str, timeout_s: float) -> bool:
+        return self.links[robot_id].probe(timeout_s)
+
+    def check_timeouts(self) -> None:
+        for link in self.links.values():
+            if link.busy:
+                link.in_executor(link.check_timeouts)

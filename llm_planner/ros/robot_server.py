@@ -7,12 +7,10 @@ k+1 while k executes). If the current task sends nothing more for `task_hold_s` 
 another task waits, the robot moves on (its planner may have given up on it). Feedback
 reports each call as it starts; a canceled goal stops the running call and ends CANCELED.
 
-Accepted goals wait in the robot's own queue, not in the executor: a scheduler thread picks
-the next one and only then starts its execution (`goal_handle.execute()`), so a waiting
-segment holds no executor thread; an executing one holds one while the robot moves. The one
-exception makes a plan's segments follow each other without a gap: while a segment runs, the
-task's next one, once it arrives, is started early and waits (holding a thread) for the
-running one to hand the robot over the moment its calls end."""
+The robot's own thread runs the segments, not the executor: it picks the next accepted
+goal, marks it executing, runs its calls, ends it and goes straight on to the next segment
+of the plan. The goal's execute callback only awaits that end, so a moving robot holds no
+executor thread and the node's executor stays free for goal, cancel and result requests."""
 
 from __future__ import annotations
 
@@ -23,13 +21,14 @@ from dataclasses import dataclass, field
 
 from llm_planner_interfaces.action import ExecuteSegment
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.task import Future
 
 from llm_planner.catalog.skills import SkillSet
 from llm_planner.dispatch.robot_port import TASK_HOLD_S
 from llm_planner.domain.calls import SkillCall
 from llm_planner.robots.backends import SkillBackend
+from llm_planner.ros.hops import HopLog
 from llm_planner.ros.qos import ACTION_SERVER
 from llm_planner.settings.fleet import RobotConfig
 
@@ -39,10 +38,7 @@ class _Job:
     ticket: int
     goal_handle: object
     cancel: threading.Event = field(default_factory=threading.Event)
-    finished: threading.Event = field(default_factory=threading.Event)
-    turn: threading.Event = field(default_factory=threading.Event)  # the robot is free for it: run
-    prestarted: bool = False  # executing (holding an executor thread), waiting for its turn
-    result: object = None
+    done: Future = field(default_factory=Future)  # its result, once the goal's state is final
 
     @property
     def task_id(self) -> str:
@@ -56,14 +52,16 @@ class _Job:
 class RobotServer(Node):
     def __init__(self, robot: RobotConfig, skill_set: SkillSet, backend: SkillBackend,
                  task_hold_s: float = TASK_HOLD_S) -> None:
-        super().__init__(f"{robot.id}_server")
+        # No parameter services (it has no parameters): with fifty robot processes their
+        # endpoints would multiply the work of DDS discovery.
+        super().__init__(f"{robot.id}_server", start_parameter_services=False)
         self.robot = robot
         self.skill_set = skill_set
         self.backend = backend
         self.task_hold_s = task_hold_s
         self.executed: list[tuple[str, int]] = []  # (task, segment) in execution order
-        self.handovers = 0  # segments started straight from the previous one of their task
-        self.received: dict[tuple[str, int], float] = {}  # (task, segment) -> monotonic time accepted
+        self.handovers = 0  # segments that were waiting when the previous one of their plan ended
+        self.hops = HopLog.from_env(self.get_name())
         self._cond = threading.Condition()
         self._waiting: list[_Job] = []
         self._by_goal: dict[bytes, _Job] = {}
@@ -72,66 +70,45 @@ class RobotServer(Node):
         self._tickets = itertools.count()
         self._closing = False
         self._running: _Job | None = None
-        self._scheduler = threading.Thread(target=self._schedule, name=f"{robot.id}-scheduler", daemon=True)
-        self._scheduler.start()
         self._server = ActionServer(
             self, ExecuteSegment, f"/{robot.id}/execute_segment",
-            execute_callback=self._execute, goal_callback=self._on_goal, cancel_callback=self._on_cancel,
-            handle_accepted_callback=self._on_accepted, callback_group=ReentrantCallbackGroup(),
-            # Ended goals stay in every status message until they expire; keep that list short.
-            result_timeout=15, **ACTION_SERVER)
+            execute_callback=self._until_done, goal_callback=self._on_goal, cancel_callback=self._on_cancel,
+            handle_accepted_callback=self._on_accepted,
+            # Ended goals stay in every status message until they expire; keep that list short
+            # (the planner asks for a result when the goal is accepted, and again within ~1.5 s
+            # if the answer was lost).
+            result_timeout=5, **ACTION_SERVER)
+        self._worker = threading.Thread(target=self._work, name=f"{robot.id}-robot", daemon=True)
+        self._worker.start()
 
+    # ------------------------------------------------------------------ executor callbacks
     def _on_goal(self, goal: ExecuteSegment.Goal) -> GoalResponse:
         return GoalResponse.ACCEPT if goal.task_id and goal.text else GoalResponse.REJECT
 
     def _on_cancel(self, goal_handle) -> CancelResponse:
-        job = self._by_goal.get(bytes(goal_handle.goal_id.uuid))
-        if job is not None:
-            job.cancel.set()
-            with self._cond:
+        with self._cond:
+            job = self._by_goal.get(bytes(goal_handle.goal_id.uuid))
+            if job is not None:
+                job.cancel.set()
                 self._cond.notify_all()
         return CancelResponse.ACCEPT
 
     def _on_accepted(self, goal_handle) -> None:
         job = _Job(next(self._tickets), goal_handle)
-        self.received[(job.task_id, job.index)] = time.monotonic()
+        self.hops.mark(job.task_id, job.index, "accepted")
         with self._cond:
             self._by_goal[bytes(goal_handle.goal_id.uuid)] = job
             self._waiting.append(job)
             self._cond.notify_all()
 
-    def _execute(self, goal_handle) -> ExecuteSegment.Result:
-        """Runs in an executor thread once the scheduler has started this goal (a prestarted
-        one first waits here for its turn)."""
+    async def _until_done(self, goal_handle) -> ExecuteSegment.Result:
         key = bytes(goal_handle.goal_id.uuid)
-        job = self._by_goal[key]
-        try:
-            while not job.turn.wait(0.2):
-                if self._closing or job.cancel.is_set():
-                    break
-            if self._closing:
-                result = ExecuteSegment.Result(success=False, message="robot shutting down")
-            elif job.cancel.is_set():
-                result = ExecuteSegment.Result(success=False, message="canceled before it started")
-            else:
-                result = self._run_calls(job)
-                if result.success and not job.cancel.is_set():
-                    self._hand_over(job)
-            if goal_handle.is_cancel_requested:
-                goal_handle.canceled()  # only legal after a client's cancel request
-            elif job.cancel.is_set():
-                goal_handle.abort()  # stopped by the robot itself (shutting down)
-            elif result.success:
-                goal_handle.succeed()
-            else:
-                goal_handle.abort()
-            job.result = result
-            return result
-        finally:
+        result = await self._by_goal[key].done
+        with self._cond:
             self._by_goal.pop(key, None)
-            job.finished.set()
+        return result
 
-    # ------------------------------------------------------------------ scheduler thread
+    # ------------------------------------------------------------------ the robot's thread
     def _next_job(self) -> _Job | None:
         heads: dict[str, _Job] = {}
         for job in self._waiting:  # per task, the lowest index first
@@ -145,79 +122,60 @@ class RobotServer(Node):
             return None
         return min(heads.values(), key=lambda j: j.ticket)
 
-    def _schedule(self) -> None:
+    def _hold_left(self) -> float | None:
+        """How long the robot may still keep waiting for its current task while another task's
+        goal waits (None: nothing to time, sleep until notified)."""
+        if self._current is None or not self._waiting:
+            return None
+        return max(0.0, self._idle_since + self.task_hold_s - time.monotonic()) + 0.001
+
+    def _work(self) -> None:
+        ready_next: _Job | None = None  # the plan's next segment, already waiting when the last one ended
         while True:
             with self._cond:
                 while True:
                     flush = [j for j in self._waiting if j.cancel.is_set() or self._closing]
-                    if flush:
+                    job = None if flush or self._closing else self._next_job()
+                    if flush or job is not None or self._closing:
                         break
-                    if self._closing:
-                        return
-                    job = self._next_job()
-                    if job is not None:
-                        self._waiting.remove(job)
-                        self._current = job.task_id
-                        break
-                    self._cond.wait(0.2)
-            if flush:  # end canceled (or, at shutdown, all) waiting goals without running them
-                for j in flush:
-                    with self._cond:
-                        self._waiting.remove(j)
-                    j.turn.set()
-                    if not j.prestarted:
-                        j.goal_handle.execute()
-                continue
-            if not self._run(job):
-                return
-
-    def _run(self, job: _Job) -> bool:
-        """Start `job` and follow the robot until it is idle again: meanwhile the task's next
-        segment, once it waits, is prestarted, and the running job hands the robot straight
-        to it when its calls end (no trip through the executor between two segments of a
-        plan). False when the robot is shutting down."""
-        self._running = job
-        job.turn.set()
-        if not job.prestarted:
-            job.goal_handle.execute()
-        while True:
-            while not job.finished.wait(0.05):
+                    self._cond.wait(self._hold_left())
+                for j in flush + ([job] if job else []):
+                    self._waiting.remove(j)
+                if job is not None:
+                    self._current, self._running = job.task_id, job
+                    self.handovers += job is ready_next
+            for j in flush:  # canceled (or, at shutdown, all) waiting goals end without running
+                j.goal_handle.execute()
+                reason = "robot shutting down" if self._closing else "canceled before it started"
+                self._end(j, ExecuteSegment.Result(success=False, message=reason))
+            if job is None:
                 if self._closing:
-                    return False
-                self._prestart_next(job)
+                    return
+                continue
+            job.goal_handle.execute()
+            result = self._run_calls(job)
+            self._end(job, result)
             with self._cond:
-                if self._running is not job:  # handed over to the task's next segment
-                    job = self._running
-                    continue
                 self._running = None
                 self._idle_since = time.monotonic()
-                if job.goal_handle.request.last or not job.result.success:
+                if job.goal_handle.request.last or not result.success:
                     self._current = None
-                return True
+                ready_next = next((j for j in self._waiting
+                                   if (j.task_id, j.index) == (job.task_id, job.index + 1)), None)
 
-    def _next_of(self, job: _Job) -> _Job | None:
-        return next((j for j in self._waiting if j.task_id == job.task_id and j.index == job.index + 1
-                     and not j.cancel.is_set()), None)
-
-    def _prestart_next(self, job: _Job) -> None:
-        with self._cond:
-            nxt = self._next_of(job)
-            if nxt is None or nxt.prestarted or job.goal_handle.request.last:
-                return
-            nxt.prestarted = True
-        nxt.goal_handle.execute()  # its callback waits for its turn
-
-    def _hand_over(self, job: _Job) -> None:
-        """Called by a job whose calls ended: the robot goes on with the task's next segment
-        at once if it is prestarted."""
-        with self._cond:
-            nxt = self._next_of(job)
-            if nxt is None or not nxt.prestarted or self._closing:
-                return
-            self._waiting.remove(nxt)
-            self._running = nxt
-            self.handovers += 1
-        nxt.turn.set()
+    def _end(self, job: _Job, result: ExecuteSegment.Result) -> None:
+        """Give the goal its final state, then its result to the awaiting execute callback."""
+        goal_handle = job.goal_handle
+        self.hops.mark(job.task_id, job.index, "ended")
+        if goal_handle.is_cancel_requested:
+            goal_handle.canceled()  # only legal after a client's cancel request
+        elif result.success:
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()  # failed, or stopped by the robot itself (shutting down)
+        job.done.set_result(result)
+        if self.executor is not None:
+            self.executor.wake()  # rclpy resumes an awaiting callback only when its executor wakes
 
     def _run_calls(self, job: _Job) -> ExecuteSegment.Result:
         goal = job.goal_handle.request
@@ -227,6 +185,7 @@ class RobotServer(Node):
         except ValueError as exc:
             return ExecuteSegment.Result(success=False, message=str(exc), call_times_s=[])
         times: list[float] = []
+        self.hops.mark(goal.task_id, goal.segment_index, "started")
         for i, call in enumerate(calls):
             job.goal_handle.publish_feedback(ExecuteSegment.Feedback(call_index=i, call=call.text,
                                                                      stamp=self.get_clock().now().to_msg()))
@@ -245,17 +204,18 @@ class RobotServer(Node):
             return self.skill_set.find_calls(goal.text)
         return [self.skill_set.parse_call(text) for text in goal.calls]
 
-    def stop(self) -> None:
-        """Cancel what is waiting or running (so no executor thread stays busy) and stop."""
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Cancel what is waiting or running, end those goals and stop the robot's thread."""
         with self._cond:
             self._closing = True
             for job in self._waiting + ([self._running] if self._running else []):
                 job.cancel.set()
             self._cond.notify_all()
+        self._worker.join(timeout_s)
 
     def destroy_node(self) -> None:
         self.stop()
-        self._scheduler.join(timeout=5)
         self._server.destroy()
         self.backend.close()
+        self.hops.write()
         super().destroy_node()

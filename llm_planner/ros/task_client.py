@@ -11,6 +11,7 @@ from collections import defaultdict
 from llm_planner_interfaces.msg import Task, TaskStatus
 from rclpy.node import Node
 
+from llm_planner.ros.hops import HopLog
 from llm_planner.ros.planner_node import STATUS_TOPIC, TASKS_TOPIC
 from llm_planner.ros.qos import TOPIC
 
@@ -23,6 +24,7 @@ class TaskClient(Node):
         self._lock = threading.Condition()
         self.statuses: dict[str, list[tuple[float, TaskStatus]]] = defaultdict(list)
         self.published: dict[str, float] = {}
+        self.hops = HopLog.from_env(name)
         self._pub = self.create_publisher(Task, TASKS_TOPIC, TOPIC)
         self._sub = self.create_subscription(TaskStatus, STATUS_TOPIC, self._on_status, TOPIC)
 
@@ -42,6 +44,7 @@ class TaskClient(Node):
     def publish(self, task_id: str, robot_id: str, instruction: str, urgency: int = 0, beta: float = 0.0,
                 ert_s: float = 0.0, cutoff_s: float = 0.0) -> None:
         self.published[task_id] = time.monotonic()
+        self.hops.mark(task_id, 0, "published", self.published[task_id])
         self._pub.publish(Task(task_id=task_id, robot_id=robot_id, instruction=instruction, urgency=urgency,
                                beta=beta, ert_s=ert_s, cutoff_s=cutoff_s))
 
@@ -57,6 +60,10 @@ class TaskClient(Node):
                     return False
                 self._lock.wait(min(left, 0.2))
         return True
+
+    def destroy_node(self) -> None:
+        self.hops.write()
+        super().destroy_node()
 
     def first(self, task_id: str, state: int) -> tuple[float, TaskStatus] | None:
         return next(((t, m) for t, m in self.statuses.get(task_id, []) if m.state == state), None)

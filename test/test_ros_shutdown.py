@@ -1,0 +1,86 @@
+"""Clean shutdown: a fleet stopped in the middle of its work leaves no thread behind and
+nothing on stderr (rclpy prints "The following exception was never retrieved" when a
+callback runs on a node that is being destroyed); the launch layout's processes stop on
+SIGTERM and SIGINT with exit status 0. Each case runs in a fresh interpreter, so what it
+prints at exit is seen too."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from ros_fixtures import instruction  # noqa: F401  (skips this module without a ROS 2 workspace)
+
+TEST_DIR = Path(__file__).resolve().parent
+
+IN_PROCESS = """
+import sys, threading
+sys.path.insert(0, {test_dir!r})
+import rclpy
+from ros_fixtures import instruction, start_fleet
+from llm_planner.settings.fleet import RobotConfig
+
+running = start_fleet([RobotConfig(id="drone1", type="tello", options={{"time_scale": 0.05}}),
+                       RobotConfig(id="drone2", type="tello", options={{"time_scale": 1.0}})])
+c = running.client
+c.publish("quick", "drone1", instruction(7), urgency=1)
+c.publish("slow", "drone2", instruction(1))  # still flying when the fleet stops
+assert c.wait_terminal(["quick"], timeout=60), "task did not end"
+running.stop()
+rclpy.shutdown()
+print("left:", sorted(t.name for t in threading.enumerate() if t is not threading.main_thread()))
+"""
+
+
+def _clean(stderr: str) -> None:
+    for sign in ("never retrieved", "Traceback", "cannot use Destroyable"):
+        assert sign not in stderr, stderr[-3000:]
+
+
+def test_fleet_stops_cleanly_in_one_process():
+    done = subprocess.run([sys.executable, "-c", IN_PROCESS.format(test_dir=str(TEST_DIR))],
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "left: []" in done.stdout, done.stdout
+    _clean(done.stderr)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_launch_processes_stop_on_signal(tmp_path, sig):
+    """Planner node and two robot servers in one process (as `robots_per_process:=2`
+    starts them), each stopped by a signal while a task runs."""
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(yaml.safe_dump({"robots": [
+        {"id": "drone1", "type": "tello", "options": {"time_scale": 1.0}},
+        {"id": "drone2", "type": "tello", "options": {"time_scale": 1.0}}]}))
+    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ)
+             for command in (["llm-planner-robot", "--fleet", str(fleet), "--robot", "drone1", "--robot", "drone2"],
+                             ["llm-planner-node", "--fleet", str(fleet)])]
+    import rclpy
+
+    from llm_planner.ros.spin import spin_node
+    from llm_planner.ros.task_client import TaskClient
+
+    if not rclpy.ok():
+        rclpy.init()
+    client = TaskClient("shutdown_probe")
+    spinning = spin_node(client)
+    try:
+        assert client.wait_for_planner(60)
+        client.publish("busy", "drone1", instruction(1))
+        deadline = time.monotonic() + 60
+        while not client.segments_executing("busy") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert client.segments_executing("busy"), "the task never reached its robot"
+    finally:
+        spinning.shutdown()
+        for p in procs:
+            p.send_signal(sig)
+        outcomes = [(p.args[0], *p.communicate(timeout=30), p.returncode) for p in procs]
+    for command, _, stderr, code in outcomes:
+        assert code == 0, f"{command} exited {code}: {stderr[-3000:]}"
+        _clean(stderr)
