@@ -111,8 +111,9 @@ def test_late_tasks_are_still_planned(config, tokenizer, traces):
     assert late and all(r.utility < r.max_utility for r in late)
 
 
-def run_planner(config, tokenizer, requests, policy="timely"):
-    """The planner with the sim engine and simulated robots, driven by hand."""
+def run_planner(config, tokenizer, requests, policy="timely", engine_class=None, then=()):
+    """The planner with the sim engine (or `engine_class`, a SimEngine) and simulated robots,
+    driven by hand until idle; then the requests of `then` are submitted and driven too."""
     from llm_planner.dispatch.robot_port import CallTimeSource, SimRobots
     from llm_planner.domain.clock import VirtualClock
     from llm_planner.engine import SimEngine, load_engine_profile
@@ -122,20 +123,50 @@ def run_planner(config, tokenizer, requests, policy="timely"):
     clock, events, statuses = VirtualClock(), EventQueue(), []
     holder = {}
     robots = SimRobots(events.push, clock.now, CallTimeSource(0), lambda t: holder["p"].robot_models(t))
-    planner = Planner(config, get_policy(policy), SimEngine(load_engine_profile(config.engine_profile), tokenizer, clock),
-                      clock, robots, statuses.append)
+    engine = (engine_class or SimEngine)(load_engine_profile(config.engine_profile), tokenizer, clock)
+    planner = Planner(config, get_policy(policy), engine, clock, robots, statuses.append)
     holder["p"] = planner
     robots.attach(planner)
-    for r in requests:
-        planner.submit(r)
-    while True:
-        while events and events.next_time() <= clock.now():
-            events.pop()()
-        if not planner.step():
-            if not events:
-                break
-            clock.advance_to(events.next_time())
+    for batch in (requests, then):
+        for r in batch:
+            planner.submit(r)
+        while True:
+            while events and events.next_time() <= clock.now():
+                events.pop()()
+            if not planner.step():
+                if not events:
+                    break
+                clock.advance_to(events.next_time())
     return planner, statuses
+
+
+def test_an_engine_fault_fails_the_tasks_inside_and_the_planner_goes_on(config, tokenizer):
+    """Issue 15: an exception inside an engine step fails the tasks whose generations were in
+    the engine, with the reason; the engine is restarted and later tasks are planned."""
+    from llm_planner.engine import SimEngine
+
+    class FailsOnce(SimEngine):
+        restarts = 0
+
+        def step(self):
+            if self.stats.steps == 2 and not FailsOnce.restarts:
+                raise RuntimeError("device lost (injected)")
+            return super().step()
+
+        def restart(self):
+            FailsOnce.restarts += 1
+            super().restart()
+
+    planner, statuses = run_planner(config, tokenizer, [request("a"), request("b")], engine_class=FailsOnce,
+                                    then=[request("c")])
+    assert FailsOnce.restarts == 1
+    for task_id in ("a", "b"):
+        record = planner.records[task_id]
+        assert record.state == TaskState.FAILED
+        assert "engine step failed (RuntimeError: device lost (injected)); the engine was restarted" in record.message
+    assert planner.records["c"].state == TaskState.SUCCEEDED
+    assert [s.state for s in statuses if s.task_id == "c"][-1] == TaskState.SUCCEEDED
+    assert not planner.engine.running and planner.active_tasks == 0
 
 
 def request(task_id, plan="mf(50);tp();", instruction="Scene: [door]. Fly forward.", robot_type="tello"):

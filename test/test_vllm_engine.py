@@ -269,3 +269,16 @@ def test_planner_node_generates_plans_with_the_real_engine_over_ros(engine, conf
         assert c.segments_executing("free-text") == list(range(len(texts)))
     finally:
         running.stop()
+
+
+def test_a_restarted_engine_plans_again(engine):
+    """Issue 15: after a failed step the planner restarts the engine in place: a new vLLM
+    engine, without the generations that were inside the old one. (Last in this module: the
+    tests above use the engine they started with.)"""
+    engine.reset()
+    engine.add(request("lost", *TASKS[0], max_tokens=8))
+    old = engine.llm
+    engine.restart()
+    assert engine.llm is not old and not engine.running
+    runs = generate(engine, [request("again", *TASKS[0], max_tokens=24)], segmented=False)
+    assert runs["again"].text.strip()

@@ -97,6 +97,11 @@ class Engine(ABC):
         are reused across runs)."""
         raise EngineError(f"{type(self).__name__} cannot be reused; make a new one")
 
+    def restart(self) -> None:
+        """After a failed step: continue as a working engine with no generations (whatever
+        was inside is lost). Default: a reset on the same clock."""
+        self.reset(self.clock)
+
     @abstractmethod
     def warm_up(self, requests: list[GenerationRequest]) -> None:
         """Have each request's shared prefix (skill-set prompt) cached before work starts."""

@@ -56,6 +56,14 @@ class SimEngine(Engine):
         self._piece_cache: dict[str, list[str]] = {}
         self._count_cache: dict[str, int] = {}
 
+    def reset(self, clock: Clock) -> None:
+        self.clock = clock
+        self.stats = EngineStats()
+        self._gens.clear()
+        self._order.clear()
+        self._pending_resumes = 0
+        self._cached_prefixes.clear()
+
     def _count(self, text: str) -> int:
         n = self._count_cache.get(text)
         if n is None:

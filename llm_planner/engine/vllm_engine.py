@@ -356,6 +356,22 @@ class VllmEngine(Engine):
         self._seen_prefixes.clear()
         self.stats = VllmStats()
 
+    def restart(self) -> None:
+        """A new vLLM engine in place of one whose step failed: its requests are gone."""
+        from vllm import LLMEngine
+
+        shutdown = getattr(getattr(self.llm, "engine_core", None), "shutdown", None)
+        if shutdown is not None:
+            try:
+                shutdown()
+            except Exception:  # the failed engine may not stop cleanly; it is dropped either way
+                pass
+        self.llm = LLMEngine.from_engine_args(self.engine_args)
+        self._gens.clear()
+        self._by_vllm_id.clear()
+        self._seen_prefixes.clear()
+        self.stats = VllmStats()
+
     def warm_up(self, requests: list[GenerationRequest]) -> None:
         """Prefill each distinct shared prefix once (one token), so the first tasks find their
         skill set's system prompt in the prefix cache, as a long-running planner would."""

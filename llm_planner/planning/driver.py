@@ -73,8 +73,8 @@ class LiveDriver:
                 self._run_one(fn)
             try:
                 busy = self.planner.step()
-            except Exception:
-                log.exception("engine step failed")
+            except Exception:  # the planner itself handles engine faults; this is a planner bug
+                log.exception("planner step failed")
                 busy = False
             if not busy:
                 try:

@@ -12,6 +12,7 @@ utility accounting and the final status.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -40,6 +41,8 @@ from llm_planner.settings.config import PlannerConfig
 
 # Typical task prompt (scene + instruction; its skill set's system prompt is prefix-cached) and
 # attended context, for the per-class estimate of a segment's generation time G.
+log = logging.getLogger(__name__)
+
 TYPICAL_PROMPT_TOKENS = 100
 STEP_WEIGHT = 0.1  # of each iteration in the running mean of the engine's iteration time
 _TYPICAL_CONTEXT_TOKENS = 1000
@@ -244,7 +247,11 @@ class Planner:
         if not self.engine.running:
             return False
         started = now
-        result = self.engine.step()
+        try:
+            result = self.engine.step()
+        except Exception as exc:  # a fault inside the engine loses its generations, not the planner
+            self._restart_engine(exc)
+            return True
         now = self.clock.now()
         self.recent_step_s += STEP_WEIGHT * (now - started - self.recent_step_s)
         for out in result.outputs:
@@ -252,6 +259,18 @@ class Planner:
             if gen is not None:
                 self._on_token(gen, out, now)
         return True
+
+    def _restart_engine(self, exc: Exception) -> None:
+        """Fail the tasks whose generations were inside the engine (their state went with
+        it), restart the engine and warm it up again; queued tasks stay queued."""
+        reason = f"engine step failed ({type(exc).__name__}: {exc}); the engine was restarted"
+        log.error("%s", reason, exc_info=exc)
+        inside = [gen for gen in self._gens.values() if gen.in_engine]
+        for gen in inside:
+            gen.in_engine = False  # nothing to release in an engine that is being replaced
+            self._finish(gen, TaskState.FAILED, reason)
+        self.engine.restart()
+        self.warm_up()
 
     def _admit(self, now: float) -> None:
         running = [self._gens[g] for g in self.engine.running]
