@@ -1,5 +1,6 @@
-"""The planner node `llm_planner`: /llm_planner/tasks in, /llm_planner/status out, one
-ExecuteSegment action client per robot. The planner core runs on the wall clock in its own
+"""The planner node `llm_planner`: /llm_planner/tasks in, /llm_planner/status out, and one
+link node per robot holding its ExecuteSegment action client (robot_client.py; spin them
+beside this node, see `link_nodes`). The planner core runs on the wall clock in its own
 thread (LiveDriver); ROS callbacks only convert messages and post events to it."""
 
 from __future__ import annotations
