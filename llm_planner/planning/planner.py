@@ -39,10 +39,10 @@ from llm_planner.sched.batch import BatchController
 from llm_planner.sched.queues import Policy, QueueEntry
 from llm_planner.settings.config import PlannerConfig
 
-# Typical task prompt (scene + instruction; its skill set's system prompt is prefix-cached) and
-# attended context, for the per-class estimate of a segment's generation time G.
 log = logging.getLogger(__name__)
 
+# Typical task prompt (scene + instruction; its skill set's system prompt is prefix-cached) and
+# attended context, for the per-class estimate of a segment's generation time G.
 TYPICAL_PROMPT_TOKENS = 100
 STEP_WEIGHT = 0.1  # of each iteration in the running mean of the engine's iteration time
 _TYPICAL_CONTEXT_TOKENS = 1000

@@ -2,7 +2,8 @@
 
 Each node marks when a segment passes one of its hops (the task client: published; the
 planner node: received, enqueued, decided, sent, acknowledged, reported, result; a robot
-server: accepted, started, ended). Times are `time.monotonic()`, which on Linux is one clock
+server: accepted, started, ended); a task's hops before its first goal are marked on segment
+0. Times are `time.monotonic()`, which on Linux is one clock
 for every process of the machine, so marks from separate processes line up.
 
 Off unless `LLM_PLANNER_HOPS_DIR` names a directory: then each node writes its marks there
@@ -17,11 +18,6 @@ import time
 from pathlib import Path
 
 ENV = "LLM_PLANNER_HOPS_DIR"
-
-# In path order. A task's hops before its first goal are marked on segment 0.
-HOPS = ("published", "received", "enqueued", "decided", "sent", "accepted", "acknowledged",
-        "started", "reported", "ended", "result")
-
 
 class HopLog:
     def __init__(self, path: Path | None) -> None:

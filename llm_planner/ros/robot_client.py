@@ -29,7 +29,6 @@ _ENDED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_CANCELED, GoalStatus.ST
 
 @dataclass
 class _Pending:
-    robot_id: str
     task_id: str
     index: int
     worst_s: float  # worst-case execution estimate of the segment
@@ -49,10 +48,10 @@ class RobotLink(Node):
     disappears for longer than the timeout (a segment may wait any time behind other work on
     a robot that is alive).
 
-    Everything that touches the action client runs in this node's executor thread, as rclpy
-    expects (sending goals straight from the planner's thread lost a goal response now and
-    then in the 500-task burst test): the planner thread queues goal sends and cancels, and a
-    guard condition runs them here."""
+    Goal, cancel and result requests go out from this node's executor thread, where their
+    responses arrive (sending goals straight from the planner's thread lost a goal response
+    now and then in the 500-task burst test): the planner thread queues sends and cancels,
+    and a guard condition runs them here."""
 
     def __init__(self, robot_id: str, port: RosRobotPort) -> None:
         # A helper of the planner node: no parameter services or rosout of its own (with fifty
@@ -88,7 +87,7 @@ class RobotLink(Node):
 
     def dispatch(self, task_id: str, segment: DispatchedSegment, worst_s: float) -> None:
         port = self.port
-        entry = _Pending(self.robot_id, task_id, segment.index, worst_s, port.clock.now())
+        entry = _Pending(task_id, segment.index, worst_s, port.clock.now())
         with self._lock:
             self._pending[(task_id, segment.index)] = entry
         goal = ExecuteSegment.Goal(task_id=task_id, segment_index=segment.index, text=segment.text,
@@ -142,7 +141,7 @@ class RobotLink(Node):
         self.port.hops.mark(entry.task_id, entry.index, "acknowledged")
         handle = future.result()
         if not handle.accepted:
-            self._finish(entry, False, [], f"robot {entry.robot_id} rejected segment {entry.index}")
+            self._finish(entry, False, [], f"robot {self.robot_id} rejected segment {entry.index}")
             return
         entry.handle = handle
         if entry.canceled:  # the task ended while the goal was on its way
@@ -217,13 +216,13 @@ class RobotLink(Node):
                     self._request_result(p)
             reason = None
             if p.handle is None and now - p.sent_s > timeout_s:
-                reason = f"robot {p.robot_id} did not accept segment {p.index} within {timeout_s:.1f} s"
+                reason = f"robot {self.robot_id} did not accept segment {p.index} within {timeout_s:.1f} s"
             elif not math.isnan(p.started_s) and now - p.started_s > p.worst_s + timeout_s:
                 status = p.handle.status if p.handle is not None else "not accepted yet"
-                reason = (f"robot {p.robot_id} gave no result for segment {p.index} within "
+                reason = (f"robot {self.robot_id} gave no result for segment {p.index} within "
                           f"{p.worst_s + timeout_s:.1f} s of starting it (goal status {status})")
             elif self._gone_since is not None and now - self._gone_since > timeout_s:
-                reason = f"robot {p.robot_id}'s action server disappeared"
+                reason = f"robot {self.robot_id}'s action server disappeared"
             if reason:
                 if p.handle is not None:
                     p.handle.cancel_goal_async()

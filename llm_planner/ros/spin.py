@@ -46,10 +46,6 @@ class Spinning:
             executor.add_node(each)
             self._spun[node].append((executor, spin_in_thread(executor, f"{each.get_name()}-executor")))
 
-    @property
-    def nodes(self) -> list:
-        return list(self._spun)
-
     def remove(self, node) -> None:
         self._close([node])
 
