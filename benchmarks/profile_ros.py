@@ -35,7 +35,8 @@ def main() -> None:
         stats.sort(key)
         print(f"\nby {title}:\n{'own s':>8} {'total s':>8} {'calls':>9}  function")
         for s in stats[:TOP]:
-            print(f"{s.tsub:8.2f} {s.ttot:8.2f} {s.ncall:9d}  {s.module.split('site-packages/')[-1]}:{s.lineno} {s.name}")
+            where = f"{s.module.split('site-packages/')[-1]}:{s.lineno}"
+            print(f"{s.tsub:8.2f} {s.ttot:8.2f} {s.ncall:9d}  {where} {s.name}")
 
 
 if __name__ == "__main__":
