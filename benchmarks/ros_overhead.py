@@ -146,7 +146,7 @@ def run_processes(scenario: Scenario, n_tasks: int, hops_dir: Path) -> dict:
     per_process = -(-len(robots) // (MAX_PROCESSES - 2))  # the planner and this benchmark's client are two more
     env = {**os.environ, ENV: str(hops_dir), "PYTHONFAULTHANDLER": "1"}
     specs = node_specs(None, str(fleet_file), robots_per_process=per_process)
-    procs = [subprocess.Popen([spec.executable, *spec.arguments], env=env, stdout=subprocess.DEVNULL,
+    procs = [subprocess.Popen(spec.command(), env=env, stdout=subprocess.DEVNULL,
                               stderr=(work / f"process{i}.log").open("w"))
              for i, spec in enumerate(specs)]
     print(f"  {len(robots)} robots in {len(specs) - 1} processes ({per_process} per process), planner in one",

@@ -15,7 +15,12 @@ def test_fleet_node_specs():
     specs = node_specs(None, None, "edf")
     assert [s.executable for s in specs] == ["llm-planner-robot"] * 3 + ["llm-planner-node"]
     assert [s.name for s in specs] == ["drone1_server", "drone2_server", "arm1_server", "llm_planner"]
-    assert specs[0].arguments == ["--robot", "drone1"] and specs[-1].arguments == ["--policy", "edf"]
+    assert specs[0].arguments == ["--robot", "drone1"] and specs[-1].arguments == ["--ros-args", "-p", "policy:=edf"]
+    # the policy argument after the params file: later ROS arguments win
+    assert node_specs(None, None, "edf", params_file="p.yaml")[-1].arguments == [
+        "--ros-args", "--params-file", "p.yaml", "-p", "policy:=edf"]
+    # what ros2 launch runs: launch_ros names the node
+    assert specs[0].command() == ["llm-planner-robot", "--robot", "drone1", "--ros-args", "-r", "__node:=drone1_server"]
     assert node_specs("c.yaml", str(ROOT / "config" / "fleet.yaml"))[0].arguments[:4] == [
         "--config", "c.yaml", "--fleet", str(ROOT / "config" / "fleet.yaml")]
 

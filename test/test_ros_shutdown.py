@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ros_fixtures import instruction  # noqa: F401  (skips this module without a ROS 2 workspace)
+from ros_fixtures import instruction  # noqa: F401 (skips this module without a ROS 2 workspace)
+
+from llm_planner.ros.fleet_main import node_specs
 
 TEST_DIR = Path(__file__).resolve().parent
 
@@ -51,15 +53,15 @@ def test_fleet_stops_cleanly_in_one_process():
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_launch_processes_stop_on_signal(tmp_path, sig):
-    """Planner node and two robot servers in one process (as `robots_per_process:=2`
-    starts them), each stopped by a signal while a task runs."""
+    """The processes `ros2 launch llm_planner fleet.launch.py robots_per_process:=2` starts
+    (planner node; two robot servers in one process), each stopped by a signal while a task runs."""
     fleet = tmp_path / "fleet.yaml"
     fleet.write_text(yaml.safe_dump({"robots": [
         {"id": "drone1", "type": "tello", "options": {"time_scale": 1.0}},
         {"id": "drone2", "type": "tello", "options": {"time_scale": 1.0}}]}))
-    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ)
-             for command in (["llm-planner-robot", "--fleet", str(fleet), "--robot", "drone1", "--robot", "drone2"],
-                             ["llm-planner-node", "--fleet", str(fleet)])]
+    specs = node_specs(None, str(fleet), robots_per_process=2)
+    procs = [subprocess.Popen(spec.command(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=os.environ) for spec in specs]
     import rclpy
 
     from llm_planner.ros.spin import spin_node

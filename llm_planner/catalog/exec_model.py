@@ -137,14 +137,6 @@ class ExecModel:
         return yaml.safe_dump(self.spec.model_dump(mode="json"), sort_keys=False)
 
 
-def validate_stat(stat: str) -> str:
-    if stat in ("min", "mean", "max"):
-        return stat
-    if stat.startswith("q") and stat[1:].replace(".", "", 1).isdigit() and 0 <= float(stat[1:]) <= 100:
-        return stat
-    raise ValueError(f"unknown estimate statistic {stat!r} (min, mean, max, qNN)")
-
-
 @lru_cache(maxsize=None)
 def _load_cached(path: Path) -> ExecModel:
     return ExecModel(ExecModelFile.model_validate(yaml.safe_load(path.read_text())))

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from llm_planner.catalog.exec_model import ExecModel, load_exec_model, validate_stat
+from llm_planner.catalog.exec_model import ExecModel, load_exec_model
 from llm_planner.catalog.skills import SkillSet, load_skill_set
 from llm_planner.dispatch.dispatcher import Dispatcher, RobotWork
 from llm_planner.dispatch.release import Outlook, best_hold
@@ -87,7 +87,7 @@ class Planner:
         self.engine = engine
         self.clock = clock
         self.on_status = on_status
-        self.exec_stat = validate_stat(config.exec_estimate)
+        self.exec_stat = config.exec_estimate
         self.dispatcher = Dispatcher(robots, self._on_executing, None if policy.segmented else split_segments)
         self.queue = policy.make_queue()
         # vLLM baselines admit greedily and never preempt, as vLLM's FCFS scheduler does.

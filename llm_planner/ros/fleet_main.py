@@ -27,13 +27,18 @@ class NodeSpec:
     name: str | None
     arguments: list[str] = field(default_factory=list)
 
+    def command(self) -> list[str]:
+        """The command line `ros2 launch` runs for this spec (launch_ros adds the node name)."""
+        return [self.executable, *self.arguments, *(["--ros-args", "-r", f"__node:={self.name}"] if self.name else [])]
+
 
 def node_specs(planner_config: str | None, fleet_file: str | None, policy: str | None = None,
-               robots_per_process: int = 1) -> list[NodeSpec]:
+               robots_per_process: int = 1, params_file: str | None = None) -> list[NodeSpec]:
     """The processes of a fleet launch: robot servers (one per process by default), then the
-    planner. With ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, Fast DDS finds at most 32
-    processes on one host (rmw_fastrtps sets maxInitialPeersRange=32): a fleet of more than
-    31 robots on one host needs several robots per process."""
+    planner, given the planner node's ROS 2 params file and a policy that overrides it. With
+    ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, Fast DDS finds at most 32 processes on one host
+    (rmw_fastrtps sets maxInitialPeersRange=32): a fleet of more than 31 robots on one host
+    needs several robots per process."""
     if robots_per_process < 1:
         raise ConfigError(f"robots_per_process must be at least 1, not {robots_per_process}")
     fleet = load_fleet(fleet_file)
@@ -43,7 +48,9 @@ def node_specs(planner_config: str | None, fleet_file: str | None, policy: str |
         group = fleet.robots[start:start + robots_per_process]
         name = f"{group[0].id}_server" if len(group) == 1 else None
         specs.append(NodeSpec("llm-planner-robot", name, common + [a for r in group for a in ("--robot", r.id)]))
-    specs.append(NodeSpec("llm-planner-node", "llm_planner", common + (["--policy", policy] if policy else [])))
+    # Later ROS arguments win: the policy argument over the params file.
+    ros_args = (["--params-file", params_file] if params_file else []) + (["-p", f"policy:={policy}"] if policy else [])
+    specs.append(NodeSpec("llm-planner-node", "llm_planner", common + (["--ros-args", *ros_args] if ros_args else [])))
     return specs
 
 
@@ -115,14 +122,15 @@ def _load(args) -> tuple[PlannerConfig, FleetConfig]:
     return config, fleet
 
 
-def _init_ros() -> None:
-    """rclpy without its signal handlers: they would shut the context down at Ctrl-C or
-    SIGTERM while the nodes are still being stopped and destroyed (a node's destruction then
-    hung); `_spin_until_signal` handles both signals and shuts down in order."""
+def _init_ros(argv: list[str]) -> None:
+    """rclpy, given the ROS arguments of the command line (`--ros-args ...`), without its
+    signal handlers: they would shut the context down at Ctrl-C or SIGTERM while the nodes
+    are still being stopped and destroyed (a node's destruction then hung);
+    `_spin_until_signal` handles both signals and shuts down in order."""
     import rclpy
     from rclpy.signals import SignalHandlerOptions
 
-    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+    rclpy.init(args=[sys.argv[0], *argv], signal_handler_options=SignalHandlerOptions.NO)
 
 
 def _spin_until_signal(nodes) -> None:
@@ -141,10 +149,19 @@ def _spin_until_signal(nodes) -> None:
 
 
 def _parser(description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=description)
+    p = argparse.ArgumentParser(description=description, epilog="ROS 2 arguments follow --ros-args (as `ros2 launch` "
+                                "and `ros2 run` pass them), e.g. --ros-args --params-file config/planner_params.yaml")
     p.add_argument("--config", help="planner config (default config/planner.yaml)")
     p.add_argument("--fleet", help="fleet file (default config/fleet.yaml)")
     return p
+
+
+def _parse(p: argparse.ArgumentParser, argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    """This program's arguments, and the whole command line for rclpy (its --ros-args)."""
+    from rclpy.utilities import remove_ros_args
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return p.parse_args(remove_ros_args([sys.argv[0], *argv])[1:]), argv
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,12 +172,12 @@ def main(argv: list[str] | None = None) -> int:
                                                      "(default: timely_tasks; repeatable)")
     p.add_argument("--exec-samples", help="on exit, write every measured call time to this CSV "
                                           "(input of `llm-planner fit`)")
-    args = p.parse_args(argv)
+    args, argv = _parse(p, argv)
     try:
         config = load_planner_config(args.config, policy=args.policy, engine=args.engine)
         fleet = load_fleet(args.fleet)
         fleet.check_types(config.robot_types)
-        _init_ros()
+        _init_ros(argv)
         from llm_planner.ros.planner_node import PlannerNode
 
         nodes = [PlannerNode(config, fleet, args.traces)] + make_robot_servers(config, fleet)
@@ -182,12 +199,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def planner_main(argv: list[str] | None = None) -> int:
     p = _parser("Start the planner node alone (robots run elsewhere).")
-    p.add_argument("--policy")
-    p.add_argument("--traces", action="append")
-    args = p.parse_args(argv)
+    p.add_argument("--policy", help="override the config's policy (a params file's policy overrides this)")
+    p.add_argument("--traces", action="append", help="trace sets with recorded plans for the sim engine")
+    args, argv = _parse(p, argv)
     try:
         config, fleet = _load(args)
-        _init_ros()
+        _init_ros(argv)
         from llm_planner.ros.planner_node import PlannerNode
 
         node = PlannerNode(config, fleet, args.traces)
@@ -201,13 +218,13 @@ def planner_main(argv: list[str] | None = None) -> int:
 def robot_main(argv: list[str] | None = None) -> int:
     p = _parser("Start robot action servers (one, or several in one process).")
     p.add_argument("--robot", required=True, action="append", help="robot id from the fleet file (repeatable)")
-    args = p.parse_args(argv)
+    args, argv = _parse(p, argv)
     try:
         config, fleet = _load(args)
         missing = sorted(set(args.robot) - {r.id for r in fleet.robots})
         if missing:
             raise ConfigError(f"robots {missing} are not in the fleet")
-        _init_ros()
+        _init_ros(argv)
         nodes = make_robot_servers(config, fleet, only=args.robot)
     except (ConfigError, ValueError) as exc:
         print(f"llm-planner-robot: {exc}", file=sys.stderr)

@@ -1,6 +1,7 @@
-"""The planner node `llm_planner`: /llm_planner/tasks in, /llm_planner/status out, and one
-link node per robot holding its ExecuteSegment action client (robot_client.py; spin them
-beside this node, see `link_nodes`). The planner core runs on the wall clock in its own
+"""The planner node `llm_planner`: /llm_planner/tasks in, /llm_planner/status out, the
+planner's settings as ROS 2 parameters (ros/parameters.py), and one link node per robot
+holding its ExecuteSegment action client (robot_client.py; spin them beside this node, see
+`link_nodes`). The planner core runs on the wall clock in its own
 thread (LiveDriver); ROS callbacks only convert messages and post events to it."""
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from llm_planner.planning.driver import LiveDriver
 from llm_planner.planning.intake import Rejection, build_request
 from llm_planner.planning.planner import Planner
 from llm_planner.ros.hops import HopLog
+from llm_planner.ros.parameters import declare_planner_parameters
 from llm_planner.ros.qos import TOPIC
 from llm_planner.ros.robot_client import RosRobotPort
 from llm_planner.sched.queues import get_policy
-from llm_planner.settings.config import PlannerConfig
+from llm_planner.settings.config import ConfigError, PlannerConfig
 from llm_planner.settings.fleet import FleetConfig
 
 TASKS_TOPIC = "/llm_planner/tasks"
@@ -43,9 +45,16 @@ def status_message(update: StatusUpdate, stamp) -> TaskStatus:
 class PlannerNode(Node):
     def __init__(self, config: PlannerConfig, fleet: FleetConfig, traces: list[str] | None = None,
                  node_name: str = "llm_planner", engine: Engine | None = None) -> None:
-        """`engine`: an already started real engine to reuse (reset here); default: the
+        """`config` gives the defaults of the node's ROS 2 parameters (ros/parameters.py); the
+        planner runs on what they hold after the command line's and params files' overrides.
+        `engine`: an already started real engine to reuse (reset here); default: the
         configured one, started now."""
         super().__init__(node_name)
+        try:
+            config = declare_planner_parameters(self, config)
+        except ConfigError:
+            Node.destroy_node(self)
+            raise
         fleet.check_types(config.robot_types)
         for rt in config.robot_types.values():
             load_skill_set(rt.skill_set)

@@ -4,14 +4,23 @@ fails at start with the offending field named."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from llm_planner.domain.policy import PolicyName
 from llm_planner.domain.tuf import Tuf
 from llm_planner.settings.paths import data_path
+
+
+def validate_stat(stat: str) -> str:
+    """A statistic of an execution-time model: min, mean, max or qNN (a percentile)."""
+    if stat in ("min", "mean", "max"):
+        return stat
+    if stat.startswith("q") and stat[1:].replace(".", "", 1).isdigit() and 0 <= float(stat[1:]) <= 100:
+        return stat
+    raise ValueError(f"unknown estimate statistic {stat!r} (min, mean, max, qNN)")
 
 
 class _Strict(BaseModel):
@@ -19,10 +28,10 @@ class _Strict(BaseModel):
 
 
 class UrgencyLevel(_Strict):
-    name: str
-    beta: float
-    ert_s: float
-    cutoff_s: float
+    name: str = Field(description="the level's name (Task.urgency is its index in the list)")
+    beta: float = Field(gt=0, description="utility of a response within ert_s")
+    ert_s: float = Field(ge=0, description="expected response time (s): full utility up to it")
+    cutoff_s: float = Field(gt=0, description="response time (s) from which the utility is 0")
 
     @model_validator(mode="after")
     def _valid_tuf(self) -> UrgencyLevel:
@@ -43,50 +52,59 @@ class RobotTypeConfig(_Strict):
 
 
 class BatchConfig(_Strict):
-    max_batch_size: int = Field(default=32, ge=1)
-    # TimelyLLM 4.4: only admit while the most urgent running segment keeps its slack.
-    latency_guided: bool = True
+    max_batch_size: int = Field(default=32, ge=1, description="most generations in the engine at once")
+    latency_guided: bool = Field(default=True, description="admit a generation only while the most urgent "
+                                                           "running segment keeps its slack (TimelyLLM 4.4)")
 
 
 class FeaturesConfig(_Strict):
     """Switches for what the policies add to the TimelyLLM paper's algorithm (all on: the
     policy's own set; one off: an ablation). A policy only uses a feature it has."""
 
-    keep_running: bool = True  # no pause after a segment; suspended only when the batch controller must
-    hold: bool = True  # hold/stream dispatch by expected utility
-    shrink: bool = True  # batch shrinking for an urgent segment
+    keep_running: bool = Field(default=True, description="no pause after a segment; a generation is "
+                                                         "suspended only when the batch controller must")
+    hold: bool = Field(default=True, description="hold segments back while streaming them would leave the "
+                                                 "robot waiting later (dispatch by expected utility)")
+    shrink: bool = Field(default=True, description="suspend generations that can wait so that a more "
+                                                   "important one decodes faster")
 
 
 class VllmConfig(_Strict):
     """The real engine. `engine_args` go to vllm.EngineArgs unchanged (dtype, max_model_len,
     block_size, kv_cache_memory_bytes, tensor_parallel_size, pipeline_parallel_size, ...)."""
 
-    model: str = "smollm2-135m-instruct"  # the bundled default, or a local HF model folder
-    engine_profile: str = "auto"  # timing predictions: this machine's profile, or a profile's name
-    constrained: bool = True  # decode only plans in the skill set's grammar
-    max_plan_tokens: int = Field(default=96, gt=0)
-    engine_args: dict[str, Any] = {}
-    # vllm.SamplingParams fields. Greedy by default; a repetition penalty counts prompt and
-    # output tokens together, so a resumed generation (plan so far in its prompt) continues
-    # exactly as an uninterrupted one would (output-only penalties would not).
-    sampling: dict[str, Any] = {"temperature": 0.0}
+    model: str = Field(default="smollm2-135m-instruct",
+                       description="the bundled model's name or a local Hugging Face model folder")
+    engine_profile: str = Field(default="auto", description="timing predictions: auto (this model, dtype and "
+                                                            "CPU class) or a profile's name")
+    constrained: bool = Field(default=True, description="decode only plans in the skill set's grammar")
+    max_plan_tokens: int = Field(default=96, gt=0, description="a plan's token limit")
+    engine_args: dict[str, Any] = Field(default={}, description="vllm.EngineArgs fields, passed unchanged")
+    # Greedy by default; a repetition penalty counts prompt and output tokens together, so a
+    # resumed generation (plan so far in its prompt) continues exactly as an uninterrupted one
+    # would (output-only penalties would not).
+    sampling: dict[str, Any] = Field(default={"temperature": 0.0}, description="vllm.SamplingParams fields")
 
 
 class PlannerConfig(_Strict):
-    policy: PolicyName = PolicyName.TIMELY
-    engine: Literal["sim", "vllm"] = "sim"
-    engine_profile: str = "llama3-8b-fp16-rtx4090"
-    tokenizer: str = "smollm2-135m-instruct"
-    # Statistic of the exec-time model used to predict when a robot finishes a segment;
-    # the minimum (paper's choice) makes the next segment early rather than late.
-    exec_estimate: str = "min"
-    urgency_levels: list[UrgencyLevel]
-    robot_types: dict[str, RobotTypeConfig]
+    policy: PolicyName = Field(default=PolicyName.TIMELY, description="the scheduling policy")
+    engine: Literal["sim", "vllm"] = Field(default="sim", description="sim (recorded plans, profiled timing) or "
+                                                                      "vllm (real generation)")
+    engine_profile: str = Field(default="llama3-8b-fp16-rtx4090", description="the sim engine's timing profile "
+                                                                              "(config/engine_profiles/<name>.yaml)")
+    tokenizer: str = Field(default="smollm2-135m-instruct", description="token counts for the sim engine")
+    # The minimum (paper's choice) makes the next segment early rather than late.
+    exec_estimate: Annotated[str, AfterValidator(validate_stat)] = Field(
+        default="min", description="statistic of the execution-time model that predicts when a robot finishes a "
+                                    "segment: min, mean, max or qNN (a percentile)")
+    urgency_levels: list[UrgencyLevel] = Field(description="time-utility functions, index = Task.urgency")
+    robot_types: dict[str, RobotTypeConfig] = Field(description="robot type -> skill set and execution-time model")
     batch: BatchConfig = BatchConfig()
     vllm: VllmConfig = VllmConfig()
-    # How a segment's tokens are estimated (planning/segment_lengths.py): none = the skill set's
-    # segment_tokens; auto = config/predictor/<vllm.model>.pt; or a checkpoint's path.
-    predictor: str = Field(default="none", min_length=1)
+    # planning/segment_lengths.py
+    predictor: str = Field(default="none", min_length=1,
+                           description="a segment's expected tokens: none (the skill set's segment_tokens), auto "
+                                       "(config/predictor/<vllm.model>.pt) or a checkpoint's path")
     features: FeaturesConfig = FeaturesConfig()
 
     @model_validator(mode="after")
