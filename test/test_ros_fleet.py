@@ -2,6 +2,7 @@
 (sim backends at 20x speed), tasks published on /llm_planner/tasks."""
 
 import math
+import threading
 import time
 
 import pytest
@@ -32,7 +33,7 @@ def fleet():
         RobotConfig(id="stuck", type="tello", options=dict(FAST, stall_on=r"^md\(")),
         RobotConfig(id="leaving", type="tello", options={"time_scale": 1.0}),
     ]
-    running = start_fleet(robots, robot_timeout_s=1.0)
+    running = start_fleet(robots, robot_timeout_s=1.0, engine_step_timeout_s=3.0)
     yield running
     running.stop()
 
@@ -203,3 +204,30 @@ def test_robot_server_executes_the_goals_calls_not_its_text(fleet):
         assert result.success and wait_until(lambda: len(feedback) == 2, 5) and feedback == ["tc(30)", "tp"]
     finally:
         client.destroy()
+
+
+def test_an_engine_that_stops_answering_fails_its_tasks_and_the_node_goes_on(fleet):
+    """Issue 15: the planner node's engine hangs inside a step; after the time limit the task
+    inside fails with the reason, the engine is replaced and the node plans the next task."""
+    c = fleet.client
+    node = fleet.fleet.planner_node
+    hung = node.planner.engine.inner
+    never = threading.Event()
+    step = hung.step
+
+    def hanging_step():
+        never.wait()
+        return step()
+
+    node.driver.call(lambda: setattr(hung, "step", hanging_step))
+    try:
+        c.publish("hang", "drone1", instruction(1))
+        assert c.wait_terminal(["hang"], timeout=30)
+        final = c.terminal("hang")
+        assert final.state == final.FAILED and "step did not return within 3 s" in final.message, final.message
+        c.publish("after-hang", "drone1", instruction(5))
+        assert c.wait_terminal(["after-hang"], timeout=30)
+        assert c.terminal("after-hang").state == final.SUCCEEDED, c.terminal("after-hang").message
+        assert node.planner.engine.inner is not hung
+    finally:
+        never.set()

@@ -111,19 +111,24 @@ def test_late_tasks_are_still_planned(config, tokenizer, traces):
     assert late and all(r.utility < r.max_utility for r in late)
 
 
-def run_planner(config, tokenizer, requests, policy="timely", engine_class=None, then=()):
+def run_planner(config, tokenizer, requests, policy="timely", engine_class=None, then=(), watch_s=None):
     """The planner with the sim engine (or `engine_class`, a SimEngine) and simulated robots,
-    driven by hand until idle; then the requests of `then` are submitted and driven too."""
+    driven by hand until idle; then the requests of `then` are submitted and driven too.
+    `watch_s`: the engine runs under a watchdog with this time limit (a plain SimEngine replaces it)."""
     from llm_planner.dispatch.robot_port import CallTimeSource, SimRobots
     from llm_planner.domain.clock import VirtualClock
     from llm_planner.engine import SimEngine, load_engine_profile
+    from llm_planner.engine.watchdog import WatchedEngine
     from llm_planner.planning.planner import Planner
     from llm_planner.sched.queues import get_policy
 
     clock, events, statuses = VirtualClock(), EventQueue(), []
     holder = {}
     robots = SimRobots(events.push, clock.now, CallTimeSource(0), lambda t: holder["p"].robot_models(t))
-    engine = (engine_class or SimEngine)(load_engine_profile(config.engine_profile), tokenizer, clock)
+    profile = load_engine_profile(config.engine_profile)
+    engine = (engine_class or SimEngine)(profile, tokenizer, clock)
+    if watch_s is not None:
+        engine = WatchedEngine(engine, watch_s, lambda: SimEngine(profile, tokenizer, clock))
     planner = Planner(config, get_policy(policy), engine, clock, robots, statuses.append)
     holder["p"] = planner
     robots.attach(planner)
@@ -164,6 +169,36 @@ def test_an_engine_fault_fails_the_tasks_inside_and_the_planner_goes_on(config, 
         record = planner.records[task_id]
         assert record.state == TaskState.FAILED
         assert "engine step failed (RuntimeError: device lost (injected)); the engine was restarted" in record.message
+    assert planner.records["c"].state == TaskState.SUCCEEDED
+    assert [s.state for s in statuses if s.task_id == "c"][-1] == TaskState.SUCCEEDED
+    assert not planner.engine.running and planner.active_tasks == 0
+
+
+def test_an_engine_that_stops_answering_is_replaced_and_the_planner_goes_on(config, tokenizer):
+    """Issue 15: an engine step that never returns fails the tasks inside after the time
+    limit, with the reason; a new engine plans the later tasks."""
+    import threading
+
+    from llm_planner.engine import SimEngine
+
+    never = threading.Event()
+
+    class HangsOnce(SimEngine):
+        def step(self):
+            if self.stats.steps == 2:
+                never.wait()  # a call that does not come back
+            return super().step()
+
+    try:
+        planner, statuses = run_planner(config, tokenizer, [request("a"), request("b")], engine_class=HangsOnce,
+                                        then=[request("c")], watch_s=0.5)
+    finally:
+        never.set()  # let the abandoned thread go
+    for task_id in ("a", "b"):
+        record = planner.records[task_id]
+        assert record.state == TaskState.FAILED
+        assert "(EngineHung: the engine's step did not return within 0.5 s); the engine was restarted" in record.message
+    assert type(planner.engine.inner) is SimEngine  # the replacement
     assert planner.records["c"].state == TaskState.SUCCEEDED
     assert [s.state for s in statuses if s.task_id == "c"][-1] == TaskState.SUCCEEDED
     assert not planner.engine.running and planner.active_tasks == 0

@@ -18,6 +18,7 @@ from llm_planner.domain.clock import WallClock
 from llm_planner.domain.tasks import StatusUpdate
 from llm_planner.engine import Engine
 from llm_planner.engine.factory import make_engine
+from llm_planner.engine.watchdog import WatchedEngine
 from llm_planner.lrtrace.planbook import PlanBook
 from llm_planner.planning.driver import LiveDriver
 from llm_planner.planning.intake import Rejection, build_request
@@ -66,6 +67,7 @@ class PlannerNode(Node):
             engine = make_engine(config, self.clock)
         else:
             engine.reset(self.clock)
+        engine = WatchedEngine(engine, config.engine_step_timeout_s, lambda: make_engine(config, self.clock))
         self._status_pub = self.create_publisher(TaskStatus, STATUS_TOPIC, TOPIC)
         self.hops = HopLog.from_env(node_name)
         self.port = RosRobotPort(fleet, self._post, self.clock, fleet.robot_timeout_s, self.hops)

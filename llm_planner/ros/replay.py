@@ -186,7 +186,7 @@ def replay(client, workload: Workload, traces: TraceSet, config: PlannerConfig, 
     arrival (robots still executing long plans keep reporting). True if all ended."""
     by_id = check_workload(workload, traces, config)
     jobs = sorted(workload.jobs, key=lambda j: j.arrival_s)
-    ids = [f"job{j.job_id}" for j in jobs]
+    ids = {f"job{j.job_id}" for j in jobs}
     start = time.monotonic()
     for n, job in enumerate(jobs):
         delay = start + job.arrival_s / speed - time.monotonic()
@@ -194,11 +194,11 @@ def replay(client, workload: Workload, traces: TraceSet, config: PlannerConfig, 
             time.sleep(delay)
         _publish_job(client, f"job{job.job_id}", job, by_id[job.trace_id], config)
         if progress:
-            progress(sum(client.terminal(i) is not None for i in ids), n + 1)
+            progress(client.count_ended(ids), n + 1)
     deadline = time.monotonic() + grace_s
     heard = -1
     while time.monotonic() < deadline:
-        done = sum(client.terminal(i) is not None for i in ids)
+        done = client.count_ended(ids)
         if progress:
             progress(done, len(ids))
         if done == len(ids):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from llm_planner_interfaces.msg import Task, TaskStatus
 from rclpy.node import Node
@@ -23,6 +23,8 @@ class TaskClient(Node):
         super().__init__(name)
         self._lock = threading.Condition()
         self.statuses: dict[str, list[tuple[float, TaskStatus]]] = defaultdict(list)
+        self.ended: dict[str, TaskStatus] = {}  # each task's first terminal status
+        self.terminal_counts: Counter[str] = Counter()  # terminal statuses per task: more than 1 is a bug
         self.published: dict[str, float] = {}
         self.hops = HopLog.from_env(name)
         self._pub = self.create_publisher(Task, TASKS_TOPIC, TOPIC)
@@ -31,6 +33,9 @@ class TaskClient(Node):
     def _on_status(self, msg: TaskStatus) -> None:
         with self._lock:
             self.statuses[msg.task_id].append((time.monotonic(), msg))
+            if msg.state in TERMINAL:
+                self.ended.setdefault(msg.task_id, msg)
+                self.terminal_counts[msg.task_id] += 1
             self._lock.notify_all()
 
     def wait_for_planner(self, timeout: float = 10.0) -> bool:
@@ -49,7 +54,11 @@ class TaskClient(Node):
                                beta=beta, ert_s=ert_s, cutoff_s=cutoff_s))
 
     def terminal(self, task_id: str) -> TaskStatus | None:
-        return next((m for _, m in self.statuses.get(task_id, []) if m.state in TERMINAL), None)
+        return self.ended.get(task_id)
+
+    def count_ended(self, task_ids: set[str]) -> int:
+        with self._lock:
+            return len(task_ids & self.ended.keys())
 
     def wait_terminal(self, task_ids, timeout: float) -> bool:
         deadline = time.monotonic() + timeout

@@ -99,6 +99,9 @@ class PlannerConfig(_Strict):
                                     "segment: min, mean, max or qNN (a percentile)")
     urgency_levels: list[UrgencyLevel] = Field(description="time-utility functions, index = Task.urgency")
     robot_types: dict[str, RobotTypeConfig] = Field(description="robot type -> skill set and execution-time model")
+    # Generous: a step prefilling a full batch of prompts on a slow CPU takes seconds.
+    engine_step_timeout_s: float = Field(default=30.0, gt=0, description="live planning: an engine step (or warm-up) "
+                                         "that takes longer fails the tasks inside and the engine is replaced")
     batch: BatchConfig = BatchConfig()
     vllm: VllmConfig = VllmConfig()
     # planning/segment_lengths.py

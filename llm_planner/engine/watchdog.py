@@ -1,0 +1,130 @@
+"""An engine that stops answering: `WatchedEngine` runs each step (and each warm-up) of the
+engine it wraps on a worker thread and gives up on it after a time limit, raising EngineHung.
+The planner handles that as any failed step (planning/planner.py `_restart_engine`: the tasks
+inside fail with the reason, the engine restarts); restarting after a hang replaces the
+engine with a new one from the factory, as a hung call cannot be interrupted in Python: its
+thread and the old engine are left behind (a daemon thread; the old engine's memory is not
+freed while the call hangs). For live planning on the wall clock; simulations do not need it."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import Any, Callable
+
+from llm_planner.engine.base import Engine, EngineError, GenerationRequest, StepResult
+
+log = logging.getLogger(__name__)
+
+
+class EngineHung(EngineError):
+    pass
+
+
+class _Worker:
+    """One daemon thread that runs the calls it is given, one at a time."""
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._run, name="llm_planner-engine", daemon=True).start()
+
+    def call(self, fn: Callable[[], Any], timeout_s: float) -> Any:
+        """fn's result or exception; None and the call left running if it took longer."""
+        box: dict[str, Any] = {}
+        done = threading.Event()
+        self._calls.put((fn, box, done))
+        if not done.wait(timeout_s):
+            raise TimeoutError
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
+
+    def _run(self) -> None:
+        while True:
+            fn, box, done = self._calls.get()
+            try:
+                box["value"] = fn()
+            except BaseException as exc:  # handed to the caller
+                box["error"] = exc
+            finally:
+                done.set()
+
+
+class WatchedEngine(Engine):
+    """`inner` with a time limit on every step and warm-up; `replacement` makes a new engine
+    when one has hung."""
+
+    def __init__(self, inner: Engine, timeout_s: float, replacement: Callable[[], Engine]) -> None:
+        self.inner = inner
+        self.timeout_s = timeout_s
+        self._replacement = replacement
+        self._worker = _Worker()
+        self._hung = False
+
+    def _timed(self, what: str, fn: Callable[[], Any]) -> Any:
+        try:
+            return self._worker.call(fn, self.timeout_s)
+        except TimeoutError:
+            self._hung = True
+            self._worker = _Worker()  # the old thread stays in the hung call
+            raise EngineHung(f"the engine's {what} did not return within {self.timeout_s:g} s") from None
+
+    def step(self) -> StepResult:
+        return self._timed("step", self.inner.step)
+
+    def warm_up(self, requests: list[GenerationRequest]) -> None:
+        self._timed("warm-up", lambda: self.inner.warm_up(requests))
+
+    def restart(self) -> None:
+        if self._hung:
+            log.error("replacing the engine that stopped answering (its thread is left behind)")
+            self.inner = self._replacement()
+            self._hung = False
+        else:
+            self.inner.restart()
+
+    def reset(self, clock) -> None:
+        self.inner.reset(clock)
+
+    def add(self, request: GenerationRequest, urgency: float = 0.0) -> None:
+        self.inner.add(request, urgency)
+
+    def suspend(self, gen_id: str) -> None:
+        self.inner.suspend(gen_id)
+
+    def resume(self, gen_id: str, urgency: float = 0.0) -> None:
+        self.inner.resume(gen_id, urgency)
+
+    def release(self, gen_id: str) -> None:
+        self.inner.release(gen_id)
+
+    @property
+    def running(self) -> list[str]:
+        return self.inner.running
+
+    def context_tokens(self, gen_id: str) -> int:
+        return self.inner.context_tokens(gen_id)
+
+    def prompt_tokens(self, request: GenerationRequest) -> int:
+        return self.inner.prompt_tokens(request)
+
+    def kv_free_tokens(self) -> int:
+        return self.inner.kv_free_tokens()
+
+    def predict_step_s(self, batch_size: int, context_tokens: int, prefill_tokens: int = 0, resumes: int = 0) -> float:
+        return self.inner.predict_step_s(batch_size, context_tokens, prefill_tokens, resumes)
+
+    @property
+    def stats(self):
+        return self.inner.stats
+
+    @property
+    def needs_recorded_plan(self) -> bool:
+        return self.inner.needs_recorded_plan
+
+    def __getattr__(self, name: str) -> Any:
+        # What the wrapped engine has beyond the interface (its clock, vLLM's cache figures).
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
