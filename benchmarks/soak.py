@@ -1,13 +1,14 @@
 """Soak: a long live replay against a fleet process, watching the service's memory.
 
-    python benchmarks/soak.py [--minutes 10] [--load 2] [--workload wid2] [--json out/soak.json]
+    python benchmarks/soak.py [--minutes 10] [--load 2] [--workload wid2] [--keep N] [--json out/soak.json]
 
 Starts `llm-planner-fleet` (planner node on the sim engine and one simulated robot per agent,
 in real time) as its own process, replays WID2 composed at `--load` times its event rate for
 `--minutes` over ROS 2 from this process, and samples the fleet process's resident memory
 and threads every few seconds. Reports the memory slope (least squares over the samples after
 the first minute, while tasks keep arriving), the tasks per terminal status, and whether any
-published task was lost (no terminal status) or duplicated (more than one)."""
+published task was lost (no terminal status) or duplicated (more than one). `--keep N` sets
+the node's `finished_tasks_kept` parameter (default 5000), so a short run reaches the bound."""
 
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ def main() -> int:
     p.add_argument("--load", type=float, default=2.0, help="times the preset's event rate")
     p.add_argument("--minutes", type=float, default=10.0, help="how long tasks arrive")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--keep", type=int, help="the planner's finished_tasks_kept (ROS parameter)")
     p.add_argument("--json", help="write the figures here")
     args = p.parse_args()
 
@@ -79,8 +81,10 @@ def main() -> int:
           f"over {args.minutes:g} min; fleet log in {work}", flush=True)
 
     log = (work / "fleet.log").open("w")
-    fleet_proc = subprocess.Popen(["llm-planner-fleet", "--fleet", str(fleet_file), "--traces", str(traces_file)],
-                                  stdout=log, stderr=subprocess.STDOUT, env=os.environ)
+    command = ["llm-planner-fleet", "--fleet", str(fleet_file), "--traces", str(traces_file)]
+    if args.keep:
+        command += ["--ros-args", "-p", f"finished_tasks_kept:={args.keep}"]
+    fleet_proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=os.environ)
     samples: list[dict] = []
     stop = threading.Event()
     started = time.monotonic()
@@ -130,7 +134,8 @@ def main() -> int:
     arrivals_end = replay_start + max(j.arrival_s for j in workload.jobs)
     slope = slope_mib_per_min(samples, arrivals_end)
     result = {
-        "workload": workload.name, "load": args.load, "minutes": args.minutes, "tasks": len(ids),
+        "workload": workload.name, "load": args.load, "minutes": args.minutes, "finished_tasks_kept": args.keep,
+        "command": " ".join(sys.argv), "tasks": len(ids),
         "robots": len(fleet.robots), "complete": complete, "fleet_exit_code": fleet_proc.returncode,
         "terminal": dict(sorted(by_status.items())), "lost": lost, "duplicated": duplicated,
         "rss_mib_start": samples[0]["rss_mib"] if samples else None,

@@ -82,3 +82,24 @@ def test_samples_written_by_the_fleet_are_read_back_per_robot_type(tmp_path):
     tello = read_samples_csv(path, "tello")
     assert [(s.skill, s.arg, s.seconds) for s in tello] == [("mf", 50.0, 2.1), ("tp", None, 0.001)]
     assert len(read_samples_csv(path)) == 3
+
+
+def test_a_simulated_live_robot_draws_the_times_of_a_simulated_run(drone):
+    """Issue 15 point 7: live and simulated runs of a workload give a task's calls the same
+    times (per task, in plan order, from the seed), whatever else the robot ran in between."""
+    from llm_planner.dispatch.robot_port import CallTimeSource
+    from llm_planner.domain.tasks import DispatchedSegment
+    from llm_planner.robots.backends import SimBackend
+
+    model = load_exec_model("tello")
+    plan = drone.find_calls("mf(50);s('cup');tc(90);mu(80);")
+    segments = [DispatchedSegment(i, c.text, [c], [1], i == len(plan) - 1, 0.0) for i, c in enumerate(plan)]
+    source = CallTimeSource(seed=3)
+    simulated = [t for seg in segments for t in source.times("job7", seg, model)]
+    robot = SimBackend(model, seed=3)
+    live = []
+    for c in plan:
+        robot.draw_s(c, "job9")  # another task's call in between changes nothing
+        live.append(robot.draw_s(c, "job7"))
+    assert live == simulated
+    assert SimBackend(model, seed=4).draw_s(plan[0], "job7") != simulated[0]

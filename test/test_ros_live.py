@@ -29,7 +29,7 @@ def test_replay_record_report(tmp_path, capsys):
     assert len(tasks) == live["all"]["tasks"]
     assert {m.task_id for _, m in statuses if m.state == 4} == {m.task_id for _, m in tasks}
     printed = capsys.readouterr().out
-    assert "live vs simulated" in printed
+    assert "live vs simulated" in printed and "largest live - simulated response (timely)" in printed
     report_json = tmp_path / "report.json"
     assert main(["report", str(rec), "--json", str(report_json)]) == 0
     reported = json.loads(report_json.read_text())["timely"]

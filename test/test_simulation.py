@@ -111,7 +111,8 @@ def test_late_tasks_are_still_planned(config, tokenizer, traces):
     assert late and all(r.utility < r.max_utility for r in late)
 
 
-def run_planner(config, tokenizer, requests, policy="timely", engine_class=None, then=(), watch_s=None):
+def run_planner(config, tokenizer, requests, policy="timely", engine_class=None, then=(), watch_s=None,
+                keep_finished=None):
     """The planner with the sim engine (or `engine_class`, a SimEngine) and simulated robots,
     driven by hand until idle; then the requests of `then` are submitted and driven too.
     `watch_s`: the engine runs under a watchdog with this time limit (a plain SimEngine replaces it)."""
@@ -129,7 +130,7 @@ def run_planner(config, tokenizer, requests, policy="timely", engine_class=None,
     engine = (engine_class or SimEngine)(profile, tokenizer, clock)
     if watch_s is not None:
         engine = WatchedEngine(engine, watch_s, lambda: SimEngine(profile, tokenizer, clock))
-    planner = Planner(config, get_policy(policy), engine, clock, robots, statuses.append)
+    planner = Planner(config, get_policy(policy), engine, clock, robots, statuses.append, keep_finished=keep_finished)
     holder["p"] = planner
     robots.attach(planner)
     for batch in (requests, then):
@@ -202,6 +203,17 @@ def test_an_engine_that_stops_answering_is_replaced_and_the_planner_goes_on(conf
     assert planner.records["c"].state == TaskState.SUCCEEDED
     assert [s.state for s in statuses if s.task_id == "c"][-1] == TaskState.SUCCEEDED
     assert not planner.engine.running and planner.active_tasks == 0
+
+
+def test_a_long_running_planner_keeps_only_the_latest_finished_records(config, tokenizer):
+    """Issue 15 point 6: memory stays bounded; a duplicate task_id is still found among the
+    records kept."""
+    planner, statuses = run_planner(config, tokenizer, [request(t) for t in "abcde"], keep_finished=2,
+                                    then=[request("e")])
+    assert sorted(planner.records) == ["d", "e"]
+    assert [s.message for s in statuses if s.task_id == "e" and s.state == TaskState.REJECTED] == [
+        "duplicate task_id 'e'"]
+    assert [s.state for s in statuses if s.task_id == "a"][-1] == TaskState.SUCCEEDED
 
 
 def request(task_id, plan="mf(50);tp();", instruction="Scene: [door]. Fly forward.", robot_type="tello"):

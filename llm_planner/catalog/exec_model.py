@@ -11,6 +11,7 @@ Kinds per skill (v = the call's first numeric argument):
 from __future__ import annotations
 
 import csv
+import hashlib
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -135,6 +136,13 @@ class ExecModel:
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.spec.model_dump(mode="json"), sort_keys=False)
+
+
+def task_rng(seed: int, task_id: str) -> np.random.Generator:
+    """The generator of one task's call times: simulated runs and simulated live robots draw
+    a task's calls from it in plan order, so with the same seed they take the same times."""
+    digest = hashlib.sha256(f"{seed}/{task_id}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
 @lru_cache(maxsize=None)

@@ -21,7 +21,7 @@ from llm_planner.lrtrace import report
 from llm_planner.lrtrace.composer import compose_preset, list_presets, load_preset, mean_exec_times, preset_traces
 from llm_planner.lrtrace.formats import FormatError, TraceSet, Workload, save
 from llm_planner.lrtrace.load import load_traces, load_workload
-from llm_planner.lrtrace.metrics import by_label, by_level, plan_stats, terminal_counts
+from llm_planner.lrtrace.metrics import by_label, by_level, plan_stats, task_differences, terminal_counts
 from llm_planner.lrtrace.simulate import SimulationResult, planned_units, simulate
 from llm_planner.sched.queues import POLICIES
 from llm_planner.settings.config import ConfigError, load_planner_config
@@ -388,7 +388,7 @@ def _pace_to_engine(args, config, workload: Workload, engine) -> tuple[float, fl
 
 
 def cmd_replay(args) -> int:
-    from llm_planner.ros.replay import records_from_recording
+    from llm_planner.ros.replay import first_sent_after_arrival, records_from_recording
 
     config = _config(args)
     policies = _parse_policies(args.policies or args.policy or config.policy)
@@ -406,7 +406,7 @@ def cmd_replay(args) -> int:
     args.speed, args.grace = _pace_to_engine(args, config, workload, engine)
     console.print(f"grace for the last tasks: {args.grace:.0f} s")
     out = _stdout()
-    live, sims, complete = {}, {}, True
+    live, sims, differences, complete = {}, {}, {}, True
     for policy in policies:
         run_config = config.model_copy(update={"policy": policy})
         default_path = Path("out") / (f"{name}-live.mcap" if len(policies) == 1 else f"{name}-{policy}-live.mcap")
@@ -432,6 +432,7 @@ def cmd_replay(args) -> int:
             result = simulate(workload, traces, policy, run_config, args.seed, load_tokenizer(config.tokenizer),
                               engine=engine, warm_up=True)
             sims[policy] = by_level(result.records)
+            differences[policy] = task_differences(records, result.records, first_sent_after_arrival(record_path))
     engine_name = f"vLLM {engine.model_dir}" if engine is not None else f"sim engine {config.engine_profile}"
     report.print_tables(live, f"{name} live over ROS 2 ({engine_name})", out)
     result = dict(live)  # the keys of `compare --json`; with --compare-sim also "<policy> (sim)"
@@ -446,6 +447,7 @@ def cmd_replay(args) -> int:
             for row in _agreement(live[policy], sims[policy]):
                 table.add_row(*(report._fmt(v) if not isinstance(v, str) else v for v in row))
             out.print(table)
+            out.print(report.differences_table(differences[policy], f"largest live - simulated response ({policy})"))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
     return 0 if complete else 1

@@ -8,13 +8,12 @@ waits in its queue. Robots report back through the planner's `segment_started` /
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 import numpy as np
 
-from llm_planner.catalog.exec_model import ExecModel
+from llm_planner.catalog.exec_model import ExecModel, task_rng
 from llm_planner.catalog.skills import SkillSet
 from llm_planner.domain.tasks import DispatchedSegment
 
@@ -46,8 +45,7 @@ class CallTimeSource:
     def _rng(self, task_id: str) -> np.random.Generator:
         rng = self._rngs.get(task_id)
         if rng is None:
-            digest = hashlib.sha256(f"{self.seed}/{task_id}".encode()).digest()
-            rng = self._rngs[task_id] = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+            rng = self._rngs[task_id] = task_rng(self.seed, task_id)
         return rng
 
     def times(self, task_id: str, segment: DispatchedSegment, model: ExecModel) -> list[float]:

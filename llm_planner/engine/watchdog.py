@@ -27,7 +27,8 @@ class _Worker:
 
     def __init__(self) -> None:
         self._calls: queue.SimpleQueue = queue.SimpleQueue()
-        threading.Thread(target=self._run, name="llm_planner-engine", daemon=True).start()
+        self._thread = threading.Thread(target=self._run, name="llm_planner-engine", daemon=True)
+        self._thread.start()
 
     def call(self, fn: Callable[[], Any], timeout_s: float) -> Any:
         """fn's result or exception; None and the call left running if it took longer."""
@@ -40,9 +41,16 @@ class _Worker:
             raise box["error"]
         return box.get("value")
 
+    def close(self, timeout_s: float) -> None:
+        self._calls.put(None)
+        self._thread.join(timeout_s)
+
     def _run(self) -> None:
         while True:
-            fn, box, done = self._calls.get()
+            item = self._calls.get()
+            if item is None:
+                return
+            fn, box, done = item
             try:
                 box["value"] = fn()
             except BaseException as exc:  # handed to the caller
@@ -75,6 +83,11 @@ class WatchedEngine(Engine):
 
     def warm_up(self, requests: list[GenerationRequest]) -> None:
         self._timed("warm-up", lambda: self.inner.warm_up(requests))
+
+    def close(self) -> None:
+        """End the worker thread once its call returns (one left in a hung call stays, as a
+        daemon)."""
+        self._worker.close(min(self.timeout_s, 5.0))
 
     def restart(self) -> None:
         if self._hung:

@@ -108,3 +108,46 @@ def plan_stats(plans: Iterable[tuple[SkillSet, str]], tokenizer: Tokenizer) -> d
             "tokens_mean": round(float(np.mean(tokens)), 1) if tokens else None,
             "units_mean": round(float(np.mean(units)), 2) if units else None,
             "repeated_statement_fraction": round(repeats / statements, 3) if statements else None}
+
+
+def robot_busy_at_arrival(records: list[TaskRecord]) -> dict[str, float]:
+    """Per task: how long its robot was still busy with earlier tasks when it arrived (0: free)."""
+    by_robot: dict[str, list[TaskRecord]] = defaultdict(list)
+    for r in records:
+        by_robot[r.request.robot_id].append(r)
+    busy: dict[str, float] = {}
+    for robot_records in by_robot.values():
+        until = -math.inf
+        for r in sorted(robot_records, key=lambda r: r.request.arrival_s):
+            busy[r.request.task_id] = max(0.0, until - r.request.arrival_s)
+            if math.isfinite(r.finished_s):
+                until = max(until, r.finished_s)
+    return busy
+
+
+def task_differences(live: list[TaskRecord], simulated: list[TaskRecord],
+                     live_first_sent_s: dict[str, float] | None = None) -> list[dict]:
+    """The same tasks in a live and a simulated run, largest live - simulated response first,
+    each with when its first segment was sent (after arrival: queueing and generation; the
+    rest of the response is transport and the robot's start) and how long its robot was still
+    busy with earlier tasks when it arrived, in each run. `live_first_sent_s`: task -> first
+    segment sent, seconds after arrival, for live records that do not hold their segments."""
+    sim_by_id = {r.request.task_id: r for r in simulated}
+    busy_live, busy_sim = robot_busy_at_arrival(live), robot_busy_at_arrival(simulated)
+    rows = []
+    for r in live:
+        s = sim_by_id.get(r.request.task_id)
+        if s is None or not (math.isfinite(r.response_time_s) and math.isfinite(s.response_time_s)):
+            continue
+        task_id = r.request.task_id
+        sent_live = (live_first_sent_s or {}).get(task_id, _first_sent_s(r))
+        rows.append({"task": task_id, "robot": r.request.robot_id, "level": r.request.level,
+                     "response_live_s": r.response_time_s, "response_sim_s": s.response_time_s,
+                     "difference_s": r.response_time_s - s.response_time_s,
+                     "first_sent_live_s": sent_live, "first_sent_sim_s": _first_sent_s(s),
+                     "robot_busy_live_s": busy_live[task_id], "robot_busy_sim_s": busy_sim[task_id]})
+    return sorted(rows, key=lambda row: -row["difference_s"])
+
+
+def _first_sent_s(record: TaskRecord) -> float:
+    return record.segments[0].dispatched_s - record.request.arrival_s if record.segments else math.nan

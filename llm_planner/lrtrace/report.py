@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from pathlib import Path
 
 from rich.console import Console
@@ -82,6 +83,32 @@ def plan_table(plans: dict[str, dict], title: str = "") -> Table:
     for name, stats in plans.items():
         table.add_row(name, *(_fmt(stats[k]) for k in PLAN_KEYS))
     return table
+
+
+def differences_table(rows: list[dict], title: str, n: int = 8) -> Table:
+    """The tasks whose live response exceeds the simulated one most (metrics.task_differences),
+    and where the lag of all tasks arose: before the first segment was sent (queueing and
+    generation) or after (transport and the robot's start)."""
+    before = [r["first_sent_live_s"] - r["first_sent_sim_s"] for r in rows]
+    after = [r["difference_s"] - b for r, b in zip(rows, before)]
+    busier = sum(r["robot_busy_live_s"] > r["robot_busy_sim_s"] + 0.1 for r in rows)
+    caption = (f"{len(rows)} tasks: live - sim median {_fmt(_median([r['difference_s'] for r in rows]))} s, of it "
+               f"before the first segment was sent {_fmt(_median(before))} s, after it {_fmt(_median(after))} s; "
+               f"{busier} found their robot busy longer than simulated") if rows else "no task in both runs"
+    table = Table(title=title, caption=caption)
+    for col in ("task", "robot", "level", "response live s", "sim s", "live - sim s", "1st segment sent live s",
+                "sim s", "robot busy at arrival live s", "sim s"):
+        table.add_column(col, justify="left" if col in ("task", "robot", "level") else "right")
+    for r in rows[:n]:
+        table.add_row(r["task"], r["robot"], r["level"], *(_fmt(r[k]) for k in (
+            "response_live_s", "response_sim_s", "difference_s", "first_sent_live_s", "first_sent_sim_s",
+            "robot_busy_live_s", "robot_busy_sim_s")))
+    return table
+
+
+def _median(values: list[float]) -> float | None:
+    finite = [v for v in values if math.isfinite(v)]
+    return statistics.median(finite) if finite else None
 
 
 def print_tables(results: dict[str, dict[str, dict]], title: str = "", console: Console | None = None) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -44,6 +45,7 @@ log = logging.getLogger(__name__)
 # Typical task prompt (scene + instruction; its skill set's system prompt is prefix-cached) and
 # attended context, for the per-class estimate of a segment's generation time G.
 TYPICAL_PROMPT_TOKENS = 100
+EXEC_SAMPLES_KEPT = 100_000
 STEP_WEIGHT = 0.1  # of each iteration in the running mean of the engine's iteration time
 _TYPICAL_CONTEXT_TOKENS = 1000
 
@@ -81,7 +83,10 @@ class Generation:
 
 class Planner:
     def __init__(self, config: PlannerConfig, policy: Policy, engine: Engine, clock: Clock,
-                 robots: RobotPort, on_status: Callable[[StatusUpdate], None] | None = None) -> None:
+                 robots: RobotPort, on_status: Callable[[StatusUpdate], None] | None = None,
+                 keep_finished: int | None = None) -> None:
+        """`keep_finished`: how many finished tasks' records to keep (the oldest go first;
+        a long-running node's memory stays bounded); None keeps all (runs that report on them)."""
         self.config = config
         self.policy = policy
         self.engine = engine
@@ -102,10 +107,13 @@ class Planner:
         self.batch = BatchController(config.batch, engine,
                                      latency_guided=config.batch.latency_guided and policy.latency_guided,
                                      preemptive=policy.suspend, shrink=policy.shrink and config.features.shrink)
-        self.records: dict[str, TaskRecord] = {}
+        self.records: dict[str, TaskRecord] = {}  # every task still running and the finished ones kept
+        self._keep_finished = keep_finished
+        self._finished: deque[str] = deque()
         self.segment_lengths = make_segment_lengths(config, policy.predicted_lengths)
         # (robot type, skill, numeric argument, seconds) of every executed call, for refits
-        self.exec_samples: list[tuple[str, str, float | None, float]] = []
+        # (robot type, skill, argument, seconds) of the latest calls, for refitting exec models
+        self.exec_samples: deque[tuple[str, str, float | None, float]] = deque(maxlen=EXEC_SAMPLES_KEPT)
         self._gens: dict[str, Generation] = {}
         self.recent_step_s = 0.0  # running mean of the engine's real iteration time (prefills included)
         self._types: dict[str, tuple[SkillSet, ExecModel]] = {}
@@ -423,6 +431,10 @@ class Planner:
         record.message = message
         record.finished_s = self.clock.now()
         self._emit(record, state, message=message, segment_index=len(record.segments))
+        if self._keep_finished is not None:
+            self._finished.append(record.request.task_id)
+            while len(self._finished) > self._keep_finished:
+                self.records.pop(self._finished.popleft(), None)
 
     def _emit(self, record: TaskRecord, state: TaskState, **fields) -> None:
         record.state = state

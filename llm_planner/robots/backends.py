@@ -1,10 +1,11 @@
 """How a robot executes skill calls (no ROS here; the action servers wrap these).
 
 A backend executes one call at a time and blocks for its duration; `cancel` is set when the
-goal is canceled and must end the call early.
+goal is canceled and must end the call early; `task_id` names the task the call belongs to.
 
-- SimDrone / SimArm (`sim`): wait the exec model's sampled time in real time (optionally
-  scaled), with fault drills: `fail_on` (regex: matching calls fail) and `stall_on` (regex:
+- SimBackend (`sim`): waits the exec model's sampled time in real time (optionally scaled),
+  drawn as a simulated run draws it (per task, in plan order, from the robot's seed), with
+  fault drills: `fail_on` (regex: matching calls fail) and `stall_on` (regex:
   matching calls never finish, to exercise the planner's robot timeout).
 - TelloBackend (`tello`): a DJI Tello through djitellopy's SDK commands. Movement and turns
   map to SDK commands; perception calls are answered from a configurable scene file.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -24,7 +26,7 @@ from typing import Protocol
 import numpy as np
 import yaml
 
-from llm_planner.catalog.exec_model import ExecModel
+from llm_planner.catalog.exec_model import ExecModel, task_rng
 from llm_planner.domain.calls import SkillCall
 
 
@@ -37,30 +39,44 @@ class CallResult:
 
 
 class SkillBackend(Protocol):
-    def execute(self, call: SkillCall, cancel: threading.Event) -> CallResult: ...
+    def execute(self, call: SkillCall, cancel: threading.Event, task_id: str = "") -> CallResult: ...
 
     def close(self) -> None: ...
 
 
 class SimBackend:
-    """Simulated robot in real time: each call takes a time drawn from the exec model."""
+    """Simulated robot in real time: each call takes a time drawn from the exec model, from
+    the task's own generator (catalog/exec_model.py `task_rng`): the same times as the
+    task's calls get in a simulated run with the same seed, so live and simulated runs of a
+    workload differ only by the planner and the middleware."""
+
+    RECENT_TASKS = 16  # a robot runs one task's plan at a time; a few generators are enough
 
     def __init__(self, model: ExecModel, seed: int = 0, time_scale: float = 1.0,
                  fail_on: str | None = None, stall_on: str | None = None) -> None:
         if time_scale <= 0:
             raise ValueError("time_scale must be > 0")
         self.model = model
-        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self._task_rngs: OrderedDict[str, np.random.Generator] = OrderedDict()
         self.time_scale = time_scale
         self.fail_on = re.compile(fail_on) if fail_on else None
         self.stall_on = re.compile(stall_on) if stall_on else None
 
-    def execute(self, call: SkillCall, cancel: threading.Event) -> CallResult:
+    def draw_s(self, call: SkillCall, task_id: str) -> float:
+        """The call's simulated duration (before time_scale): the task's next draw."""
+        rng = self._task_rngs.pop(task_id, None) or task_rng(self.seed, task_id)
+        self._task_rngs[task_id] = rng
+        while len(self._task_rngs) > self.RECENT_TASKS:
+            self._task_rngs.popitem(last=False)
+        return self.model.sample(call, rng)
+
+    def execute(self, call: SkillCall, cancel: threading.Event, task_id: str = "") -> CallResult:
         start = time.monotonic()
         if self.stall_on and self.stall_on.search(call.text):
             cancel.wait()
             return CallResult(False, time.monotonic() - start, "canceled")
-        duration = self.model.sample(call, self.rng) * self.time_scale
+        duration = self.draw_s(call, task_id) * self.time_scale
         if cancel.wait(duration):
             return CallResult(False, time.monotonic() - start, "canceled")
         if self.fail_on and self.fail_on.search(call.text):
@@ -131,7 +147,7 @@ class TelloBackend:
         obj = self.scene.objects.get(name)
         return obj if obj is not None and obj.turns == self.heading_turns % 8 else None
 
-    def execute(self, call: SkillCall, cancel: threading.Event) -> CallResult:
+    def execute(self, call: SkillCall, cancel: threading.Event, task_id: str = "") -> CallResult:
         from djitellopy import TelloException
 
         start = time.monotonic()

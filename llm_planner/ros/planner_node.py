@@ -67,11 +67,13 @@ class PlannerNode(Node):
             engine = make_engine(config, self.clock)
         else:
             engine.reset(self.clock)
-        engine = WatchedEngine(engine, config.engine_step_timeout_s, lambda: make_engine(config, self.clock))
+        engine = self._engine = WatchedEngine(engine, config.engine_step_timeout_s,
+                                              lambda: make_engine(config, self.clock))
         self._status_pub = self.create_publisher(TaskStatus, STATUS_TOPIC, TOPIC)
         self.hops = HopLog.from_env(node_name)
         self.port = RosRobotPort(fleet, self._post, self.clock, fleet.robot_timeout_s, self.hops)
-        self.planner = Planner(config, get_policy(config.policy), engine, self.clock, self.port, self._publish)
+        self.planner = Planner(config, get_policy(config.policy), engine, self.clock, self.port, self._publish,
+                               keep_finished=config.finished_tasks_kept)
         self.port.planner = self.planner
         self._timeouts = self.create_timer(0.2, self.port.check_timeouts)
         self.planner.warm_up()
@@ -129,6 +131,7 @@ class PlannerNode(Node):
 
     def destroy_node(self) -> None:
         self.driver.stop()
+        self._engine.close()
         self.hops.write()
         for link in self.link_nodes:
             link.destroy_node()

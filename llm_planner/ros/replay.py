@@ -105,6 +105,20 @@ def read_recording(path: str | Path) -> tuple[list, list]:
     return tasks, statuses
 
 
+def first_sent_after_arrival(path: str | Path) -> dict[str, float]:
+    """Per task in a recording: its first segment sent to the robot (EXECUTING), seconds after
+    it was queued."""
+    _, statuses = read_recording(path)
+    queued: dict[str, float] = {}
+    sent: dict[str, float] = {}
+    for t, msg in statuses:
+        if msg.state == TaskState.QUEUED:
+            queued.setdefault(msg.task_id, t)
+        elif msg.state == TaskState.EXECUTING and msg.task_id in queued:
+            sent.setdefault(msg.task_id, t - queued[msg.task_id])
+    return sent
+
+
 def records_from_recording(path: str | Path, config: PlannerConfig, traces: TraceSet | None = None) -> list[TaskRecord]:
     """Task records (the inputs of the metrics) rebuilt from recorded tasks and statuses.
     The maximum utility counts the units of the plan the planner sent (its EXECUTING

@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 from llm_planner_interfaces.action import ExecuteSegment
@@ -59,7 +60,7 @@ class RobotServer(Node):
         self.skill_set = skill_set
         self.backend = backend
         self.task_hold_s = task_hold_s
-        self.executed: list[tuple[str, int]] = []  # (task, segment) in execution order
+        self.executed: deque[tuple[str, int]] = deque(maxlen=10_000)  # the latest (task, segment), in order
         self.handovers = 0  # segments that were waiting when the previous one of their plan ended
         self.hops = HopLog.from_env(self.get_name())
         self._cond = threading.Condition()
@@ -185,16 +186,23 @@ class RobotServer(Node):
         except ValueError as exc:
             return ExecuteSegment.Result(success=False, message=str(exc), call_times_s=[])
         times: list[float] = []
+        starts: list[float] = []
         self.hops.mark(goal.task_id, goal.segment_index, "started")
         for i, call in enumerate(calls):
+            starts.append(time.monotonic())
             job.goal_handle.publish_feedback(ExecuteSegment.Feedback(call_index=i, call=call.text,
                                                                      stamp=self.get_clock().now().to_msg()))
-            outcome = self.backend.execute(call, job.cancel)
+            outcome = self.backend.execute(call, job.cancel, goal.task_id)
             times.append(outcome.seconds)
             if job.cancel.is_set():
                 return ExecuteSegment.Result(success=False, message=f"canceled during {call.text}", call_times_s=times)
             if not outcome.success:
                 return ExecuteSegment.Result(success=False, message=outcome.message, call_times_s=times)
+        # The robot's time on each call runs from its start to the next call's start (the last:
+        # to the segment's end), its own reporting included: the planner chains a segment's units
+        # from its first call's start, so the segment ends when the robot is done with it, and a
+        # plan sent as one segment and a plan sent as several count the same time between calls.
+        times = [end - start for start, end in zip(starts, starts[1:] + [time.monotonic()])]
         return ExecuteSegment.Result(success=True, message="", call_times_s=times)
 
     def _calls(self, goal) -> list[SkillCall]:

@@ -10,41 +10,53 @@ from __future__ import annotations
 
 import threading
 
-from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
 
-def spin_in_thread(executor: Executor, name: str = "ros-executor") -> threading.Thread:
-    """Start `executor.spin()` on a daemon thread. A context shut down from outside (rclpy's
-    own Ctrl-C handler) ends the spin quietly instead of with a traceback."""
+class _Spin:
+    """One executor spinning on its own daemon thread until `stop()`. The loop is ours, not
+    `executor.spin()`: rclpy 9.1's `Executor.shutdown()` destroys the executor's guard
+    condition without waiting for a spin in progress (its wait is skipped once the flag is
+    set), so a busy executor thread then failed with "'NoneType' object has no attribute
+    'trigger'". Stopping the loop and joining the thread before the shutdown avoids that;
+    a guard condition of the node's own wakes the loop (`Executor.wake()` does not end a
+    `spin_once`: it only rebuilds the wait set)."""
 
-    def run() -> None:
+    def __init__(self, node, name: str) -> None:
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(node)
+        self._stopping = threading.Event()
+        self._stop_guard = node.create_guard_condition(lambda: None)
+        self.thread = threading.Thread(target=self._run, daemon=True, name=name)
+        self.thread.start()
+
+    def _run(self) -> None:
         try:
-            executor.spin()
-        except ExternalShutdownException:
+            while not self._stopping.is_set():
+                self.executor.spin_once()  # returns after one callback: work, or the stop guard's
+        except ExternalShutdownException:  # the context was shut down from outside (rclpy's Ctrl-C handler)
             pass
 
-    thread = threading.Thread(target=run, daemon=True, name=name)
-    thread.start()
-    return thread
+    def stop(self) -> None:
+        self._stopping.set()
+        self._stop_guard.trigger()
 
 
 class Spinning:
     """Nodes spinning, each in its own executor and thread, until `shutdown()`: which stops
-    the nodes' own work first (`stop()` where a node has one), then every executor, then
-    destroys the nodes and joins the threads, so no callback runs on a destroyed node. A
-    node's `link_nodes` (the planner's robot links) spin beside it and go with it."""
+    the nodes' own work first (`stop()` where a node has one), then every executor's loop
+    (joining its thread), shuts the executors down and destroys the nodes, so no callback
+    runs on a destroyed node. A node's `link_nodes` (the planner's robot links) spin beside
+    it and go with it."""
 
     def __init__(self, nodes=()) -> None:
-        self._spun: dict[object, list[tuple[SingleThreadedExecutor, threading.Thread]]] = {}
+        self._spun: dict[object, list[_Spin]] = {}
         for node in nodes:
             self.add(node)
 
     def add(self, node) -> None:
-        self._spun[node] = []
-        for each in [node, *getattr(node, "link_nodes", [])]:
-            executor = SingleThreadedExecutor()
-            executor.add_node(each)
-            self._spun[node].append((executor, spin_in_thread(executor, f"{each.get_name()}-executor")))
+        self._spun[node] = [_Spin(each, f"{each.get_name()}-executor")
+                            for each in [node, *getattr(node, "link_nodes", [])]]
 
     def remove(self, node) -> None:
         self._close([node])
@@ -56,13 +68,14 @@ class Spinning:
         for node in nodes:
             if hasattr(node, "stop"):
                 node.stop()
-        for node in nodes:
-            for executor, _ in self._spun[node]:
-                executor.shutdown(timeout_sec=2.0)
+        spins = [spin for node in nodes for spin in self._spun.pop(node)]
+        for spin in spins:
+            spin.stop()
+        for spin in spins:
+            spin.thread.join(timeout=5)
+            spin.executor.shutdown(timeout_sec=2.0)
         for node in nodes:
             node.destroy_node()  # a node destroys its own link nodes
-            for _, thread in self._spun.pop(node):
-                thread.join(timeout=5)
 
 
 def spin_node(node) -> Spinning:

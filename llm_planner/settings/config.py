@@ -99,6 +99,8 @@ class PlannerConfig(_Strict):
                                     "segment: min, mean, max or qNN (a percentile)")
     urgency_levels: list[UrgencyLevel] = Field(description="time-utility functions, index = Task.urgency")
     robot_types: dict[str, RobotTypeConfig] = Field(description="robot type -> skill set and execution-time model")
+    finished_tasks_kept: int = Field(default=5000, ge=1, description="live node: finished tasks whose records it "
+                                     "keeps (memory stays bounded; a duplicate task_id is found among these)")
     # Generous: a step prefilling a full batch of prompts on a slow CPU takes seconds.
     engine_step_timeout_s: float = Field(default=30.0, gt=0, description="live planning: an engine step (or warm-up) "
                                          "that takes longer fails the tasks inside and the engine is replaced")
