@@ -8,15 +8,20 @@ another task waits, the robot moves on (its planner may have given up on it). Fe
 reports each call as it starts; a canceled goal stops the running call and ends CANCELED.
 
 The robot's own thread runs the segments, not the executor: it picks the next accepted
-goal, marks it executing, runs its calls, ends it and goes straight on to the next segment
-of the plan. The goal's execute callback only awaits that end, so a moving robot holds no
-executor thread and the node's executor stays free for goal, cancel and result requests."""
+goal, runs its calls and goes straight on to the next segment of the plan. What it tells
+ROS (the goal executing, each call's feedback, the goal's end) goes through a reporter
+thread in order, so the robot does not stand still between two segments while a goal's
+state changes are published. The goal's execute callback only awaits that end, so a moving
+robot holds no executor thread and the node's executor stays free for goal, cancel and
+result requests."""
 
 from __future__ import annotations
 
 import itertools
+import queue
 import threading
 import time
+import traceback
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -79,6 +84,9 @@ class RobotServer(Node):
             # (the planner asks for a result when the goal is accepted, and again within ~1.5 s
             # if the answer was lost).
             result_timeout=5, **ACTION_SERVER)
+        self._reports: queue.SimpleQueue = queue.SimpleQueue()
+        self._reporter = threading.Thread(target=self._report_loop, name=f"{robot.id}-reports", daemon=True)
+        self._reporter.start()
         self._worker = threading.Thread(target=self._work, name=f"{robot.id}-robot", daemon=True)
         self._worker.start()
 
@@ -146,16 +154,16 @@ class RobotServer(Node):
                     self._current, self._running = job.task_id, job
                     self.handovers += job is ready_next
             for j in flush:  # canceled (or, at shutdown, all) waiting goals end without running
-                j.goal_handle.execute()
                 reason = "robot shutting down" if self._closing else "canceled before it started"
-                self._end(j, ExecuteSegment.Result(success=False, message=reason))
+                self._report(j.goal_handle.execute)
+                self._report(self._end, j, ExecuteSegment.Result(success=False, message=reason))
             if job is None:
                 if self._closing:
                     return
                 continue
-            job.goal_handle.execute()
             result = self._run_calls(job)
-            self._end(job, result)
+            self.hops.mark(job.task_id, job.index, "ended")
+            self._report(self._end, job, result)
             with self._cond:
                 self._running = None
                 self._idle_since = time.monotonic()
@@ -167,7 +175,6 @@ class RobotServer(Node):
     def _end(self, job: _Job, result: ExecuteSegment.Result) -> None:
         """Give the goal its final state, then its result to the awaiting execute callback."""
         goal_handle = job.goal_handle
-        self.hops.mark(job.task_id, job.index, "ended")
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()  # only legal after a client's cancel request
         elif result.success:
@@ -181,6 +188,7 @@ class RobotServer(Node):
     def _run_calls(self, job: _Job) -> ExecuteSegment.Result:
         goal = job.goal_handle.request
         self.executed.append((goal.task_id, goal.segment_index))
+        self._report(job.goal_handle.execute)
         try:
             calls = self._calls(goal)
         except ValueError as exc:
@@ -190,8 +198,8 @@ class RobotServer(Node):
         self.hops.mark(goal.task_id, goal.segment_index, "started")
         for i, call in enumerate(calls):
             starts.append(time.monotonic())
-            job.goal_handle.publish_feedback(ExecuteSegment.Feedback(call_index=i, call=call.text,
-                                                                     stamp=self.get_clock().now().to_msg()))
+            feedback = ExecuteSegment.Feedback(call_index=i, call=call.text, stamp=self.get_clock().now().to_msg())
+            self._report(job.goal_handle.publish_feedback, feedback)
             outcome = self.backend.execute(call, job.cancel, goal.task_id)
             times.append(outcome.seconds)
             if job.cancel.is_set():
@@ -199,11 +207,25 @@ class RobotServer(Node):
             if not outcome.success:
                 return ExecuteSegment.Result(success=False, message=outcome.message, call_times_s=times)
         # The robot's time on each call runs from its start to the next call's start (the last:
-        # to the segment's end), its own reporting included: the planner chains a segment's units
+        # to the segment's end), its own bookkeeping between calls included: the planner chains a segment's units
         # from its first call's start, so the segment ends when the robot is done with it, and a
         # plan sent as one segment and a plan sent as several count the same time between calls.
         times = [end - start for start, end in zip(starts, starts[1:] + [time.monotonic()])]
         return ExecuteSegment.Result(success=True, message="", call_times_s=times)
+
+    def _report(self, fn, *args) -> None:
+        self._reports.put((fn, args))
+
+    def _report_loop(self) -> None:
+        while True:
+            item = self._reports.get()
+            if item is None:
+                return
+            fn, args = item
+            try:
+                fn(*args)
+            except Exception:  # one failed report must not silence the robot's later ones
+                self.get_logger().error(f"reporting to ROS failed: {traceback.format_exc()}")
 
     def _calls(self, goal) -> list[SkillCall]:
         """The calls the planner parsed and sent, in order; a client that sends only the
@@ -220,6 +242,8 @@ class RobotServer(Node):
                 job.cancel.set()
             self._cond.notify_all()
         self._worker.join(timeout_s)
+        self._reports.put(None)  # after the robot's last reports
+        self._reporter.join(timeout_s)
 
     def destroy_node(self) -> None:
         self.stop()
