@@ -8,10 +8,10 @@ another task waits, the robot moves on (its planner may have given up on it). Fe
 reports each call as it starts; a canceled goal stops the running call and ends CANCELED.
 
 The robot's own thread runs the segments, not the executor: it picks the next accepted
-goal, runs its calls and goes straight on to the next segment of the plan. What it tells
-ROS (the goal executing, each call's feedback, the goal's end) goes through a reporter
-thread in order, so the robot does not stand still between two segments while a goal's
-state changes are published. The goal's execute callback only awaits that end, so a moving
+goal, runs its calls (publishing each call's feedback as it starts) and goes straight on to
+the next segment of the plan. The goal's state changes (executing, its end) go through a
+reporter thread in order, so the robot does not stand still between two segments while they
+are published. The goal's execute callback only awaits that end, so a moving
 robot holds no executor thread and the node's executor stays free for goal, cancel and
 result requests."""
 
@@ -198,8 +198,10 @@ class RobotServer(Node):
         self.hops.mark(goal.task_id, goal.segment_index, "started")
         for i, call in enumerate(calls):
             starts.append(time.monotonic())
-            feedback = ExecuteSegment.Feedback(call_index=i, call=call.text, stamp=self.get_clock().now().to_msg())
-            self._report(job.goal_handle.publish_feedback, feedback)
+            # Feedback straight from here (cheap, and the start report the planner waits for);
+            # the goal's state changes go through the reporter.
+            job.goal_handle.publish_feedback(ExecuteSegment.Feedback(call_index=i, call=call.text,
+                                                                     stamp=self.get_clock().now().to_msg()))
             outcome = self.backend.execute(call, job.cancel, goal.task_id)
             times.append(outcome.seconds)
             if job.cancel.is_set():
