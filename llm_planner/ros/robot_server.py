@@ -11,9 +11,8 @@ The robot's own thread runs the segments, not the executor: it picks the next ac
 goal, runs its calls (publishing each call's feedback as it starts) and goes straight on to
 the next segment of the plan. The goal's state changes (executing, its end) go through a
 reporter thread in order, so the robot does not stand still between two segments while they
-are published. The goal's execute callback only awaits that end, so a moving
-robot holds no executor thread and the node's executor stays free for goal, cancel and
-result requests."""
+are published. The goal's execute callback only awaits that end, so a moving robot holds
+no executor thread and the node's executor stays free for goal, cancel and result requests."""
 
 from __future__ import annotations
 
@@ -209,9 +208,10 @@ class RobotServer(Node):
             if not outcome.success:
                 return ExecuteSegment.Result(success=False, message=outcome.message, call_times_s=times)
         # The robot's time on each call runs from its start to the next call's start (the last:
-        # to the segment's end), its own bookkeeping between calls included: the planner chains a segment's units
-        # from its first call's start, so the segment ends when the robot is done with it, and a
-        # plan sent as one segment and a plan sent as several count the same time between calls.
+        # to the segment's end), its own bookkeeping between calls included: the planner chains
+        # a segment's units from its first call's start, so the segment ends when the robot is
+        # done with it, and a plan sent as one segment and a plan sent as several count the
+        # same time between calls.
         times = [end - start for start, end in zip(starts, starts[1:] + [time.monotonic()])]
         return ExecuteSegment.Result(success=True, message="", call_times_s=times)
 
