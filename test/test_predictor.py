@@ -141,3 +141,33 @@ def test_the_planner_prices_segments_with_the_predictor(config, tokenizer):
     result = simulate(workload, traces, "timely", predicted, 0, tokenizer)
     assert len(result.records) == 60 and all(r.state.terminal for r in result.records)
     assert all(r.state.name == "SUCCEEDED" for r in result.records)
+
+
+def test_rtlm_prices_plans_by_their_interval_and_offloads_the_huge_ones(trained, tmp_path):
+    """What `rtlm` reads of the predictor: a plan's size between the median and the 90% bound,
+    refined once generation passes it, and whether it is above a training quantile."""
+    from llm_planner.catalog.skills import load_skill_set
+    from llm_planner.planning.segment_lengths import FixedSegmentLengths, PredictedSegmentLengths
+
+    trained.save(tmp_path / "p.pt")
+    lengths = PredictedSegmentLengths(tmp_path / "p.pt")
+    drone, arm = load_skill_set("minispec_drone"), load_skill_set("python_arm")
+    one, six = "Scene: [desk, cup]. Take a photo.", "Scene: [desk, cup]. " + ", then ".join(ACTIONS + ACTIONS[:1])
+    lengths.start("one", drone, one)  # about 6 tokens: the shortest kind of training plan
+    lengths.start("six", arm, six)  # about 84: the longest kind
+    median, high = lengths.plan_size("one", 0, 0.0), lengths.plan_size("one", 0, 1.0)
+    p = trained.predict("minispec_drone", one)
+    assert median == pytest.approx(p.tokens) and high == pytest.approx(p.tokens_high) and median < high
+    assert 0 < lengths.plan_size("one", 500, 1.0) < 500  # far past the bound: still something left
+    assert lengths.plan_size("six", 0, 0.0) > 3 * median
+    assert trained.training_quantile(0.0) < trained.training_quantile(0.5) < trained.training_quantile(1.0)
+    assert lengths.is_huge("six", 0.75) and not lengths.is_huge("one", 0.75)
+    assert not lengths.is_huge("one", 0.05)
+    fixed = FixedSegmentLengths()
+    assert fixed.plan_size("one", 0, 1.0) is None and not fixed.is_huge("one", 0.5)
+
+
+def test_a_checkpoint_without_token_quantiles_says_to_train_again(trained):
+    old = LengthPredictor(trained.model.__class__(**{**trained.model.__dict__, "info": {}}))
+    with pytest.raises(ValueError, match="train it again"):
+        old.training_quantile(0.9)

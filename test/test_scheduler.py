@@ -4,7 +4,7 @@ import pytest
 from naive_queue import NaiveRebuildQueue
 
 from llm_planner.domain.tuf import Tuf
-from llm_planner.sched.queues import PudQueue, QueueEntry, StaticQueue, get_policy
+from llm_planner.sched.queues import PudQueue, QueueEntry, StaticQueue, bucket_gen_time, get_policy
 
 NORMAL, URGENT = Tuf(1, 1, 1.5), Tuf(2, 0.2, 0.5)
 
@@ -15,8 +15,9 @@ def entry(gid, tuf, ref, g=0.2, arrival=None, first_ert=None):
     return QueueEntry(gid, tuf, ref, g, arrival, arrival + first_ert)
 
 
+@pytest.mark.parametrize("predicted", [False, True], ids=["G per skill set", "G per task"])
 @pytest.mark.parametrize("seed", range(40))
-def test_pud_queue_picks_exactly_what_a_full_resort_picks(seed):
+def test_pud_queue_picks_exactly_what_a_full_resort_picks(seed, predicted):
     rng = random.Random(seed)
     fast, naive = PudQueue(), NaiveRebuildQueue()
     tufs = [NORMAL, URGENT, NORMAL.resumed(), URGENT.resumed()]
@@ -27,7 +28,8 @@ def test_pud_queue_picks_exactly_what_a_full_resort_picks(seed):
         if action < 0.55 or not len(fast):
             t = rng.choice(tufs)
             ref = now + rng.uniform(-2, 3)
-            e = entry(f"g{n}", t, ref, rng.choice([0.09, 0.234]), arrival=ref - rng.uniform(0, 1))
+            g = bucket_gen_time(rng.uniform(0.01, 3.0)) if predicted else rng.choice([0.09, 0.234])
+            e = entry(f"g{n}", t, ref, g, arrival=ref - rng.uniform(0, 1))
             n += 1
             fast.push(e)
             naive.push(e)
@@ -72,6 +74,27 @@ def test_static_queues_keep_first_segment_priority():
     assert edf.best(1.0).gen_id == "urgent"  # deadline 0.7 < 1.0
 
 
+def test_predicted_generation_times_fall_on_a_small_grid():
+    grid = {bucket_gen_time(g / 1000) for g in range(10, 10_000)}  # 10 ms to 10 s
+    assert len(grid) <= 45
+    for g in (0.013, 0.25, 1.7, 9.9):
+        assert abs(bucket_gen_time(g) / g - 1) < 0.1
+    assert bucket_gen_time(0.0) == 0.0
+
+
+def test_rtlm_queue_runs_short_sure_plans_before_their_deadline_and_huge_ones_last():
+    q = StaticQueue("rtlm")
+    long_normal = entry("long", NORMAL, ref=0.0, g=3.0)  # deadline 1.0 + G 3.0
+    short_normal = entry("short", NORMAL, ref=0.5, g=0.4)  # arrived later: 1.5 + 0.4
+    urgent = entry("urgent", URGENT, ref=1.0, g=1.0)  # 1.2 + 1.0
+    huge = QueueEntry("huge", URGENT, 0.0, 0.1, 0.0, 0.2, lane=1)  # earliest deadline, offloaded
+    for e in (huge, long_normal, short_normal, urgent):
+        q.push(e)
+    order = [q.pop_best(2.0).gen_id for _ in range(4)]
+    assert order == ["short", "urgent", "long", "huge"]
+    assert q.priority(short_normal, 0.0) > q.priority(long_normal, 0.0) > q.priority(huge, 0.0)
+
+
 def test_push_replaces_and_remove_is_idempotent():
     q = PudQueue()
     q.push(entry("a", NORMAL, 0.0))
@@ -84,5 +107,25 @@ def test_policies():
     assert get_policy("timely").suspend and get_policy("timely").segmented
     assert not get_policy("vllm").segmented
     assert get_policy("vllm-stream").segmented and not get_policy("vllm-stream").suspend
+    rtlm = get_policy("rtlm")
+    assert not rtlm.segmented and not rtlm.suspend and rtlm.uncertainty_aware and rtlm.predicted_lengths
     with pytest.raises(ValueError, match="unknown policy"):
         get_policy("lifo")
+
+
+def test_rtlm_consolidates_batches_of_similar_predicted_length():
+    import math
+    from types import SimpleNamespace
+
+    from llm_planner.sched.batch import BatchController
+    from llm_planner.settings.config import BatchConfig, RtlmConfig
+
+    controller = BatchController(BatchConfig(), engine=None, latency_guided=False, preemptive=False,
+                                 consolidation=RtlmConfig(batch_size=3, consolidation=math.log(2)))
+    plan = lambda tokens: SimpleNamespace(expected_remaining_tokens=tokens)  # noqa: E731
+    batch = [plan(20), plan(30)]  # median 25
+    assert controller._consolidates(plan(45), batch)  # within a factor 2
+    assert not controller._consolidates(plan(60), batch)
+    assert not controller._consolidates(plan(10), batch)
+    assert controller._consolidates(plan(500), [])  # an empty batch takes anything
+    assert not controller._consolidates(plan(25), batch + [plan(25)])  # b = 3 reached

@@ -15,7 +15,7 @@ from llm_planner.lrtrace.metrics import by_level
 from llm_planner.lrtrace.simulate import EventQueue, simulate
 from llm_planner.planning.prompts import user_turn
 
-POLICIES = ["timely", "timelyllm-paper", "fcfs", "edf", "vllm", "vllm-stream"]
+POLICIES = ["timely", "timelyllm-paper", "fcfs", "edf", "vllm", "vllm-stream", "rtlm"]
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,9 @@ def test_resumed_generations_never_prefill_again(wid1_runs, tokenizer):
 
 def test_baseline_shapes(wid1_runs):
     _, runs = wid1_runs
-    assert all(len(r.segments) == 1 and r.segments[0].last for r in runs["vllm"].records)
+    for whole_plans in ("vllm", "rtlm"):
+        assert all(len(r.segments) == 1 and r.segments[0].last for r in runs[whole_plans].records)
+    assert not runs["rtlm"].engine_stats.resumes
     assert not runs["vllm-stream"].engine_stats.resumes
     stream = runs["vllm-stream"].records
     assert sum(len(r.segments) for r in stream) > 3 * len(stream)

@@ -11,3 +11,4 @@ class PolicyName(StrEnum):
     EDF = "edf"  # segmented, suspending, earliest first deadline
     VLLM = "vllm"  # baseline: whole plan generated (FCFS continuous batching), then executed
     VLLM_STREAM = "vllm-stream"  # baseline: each skill sent when generated, never paused
+    RTLM = "rtlm"  # baseline: whole plans, RT-LM's uncertainty-aware priority, consolidation and offload

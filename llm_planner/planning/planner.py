@@ -37,7 +37,7 @@ from llm_planner.planning.prompts import plan_request, shared_request
 from llm_planner.planning.segment_lengths import make_segment_lengths
 from llm_planner.planning.segmenter import Segment, Segmenter, make_segmenter, split_segments
 from llm_planner.sched.batch import BatchController
-from llm_planner.sched.queues import Policy, QueueEntry
+from llm_planner.sched.queues import Policy, QueueEntry, bucket_gen_time
 from llm_planner.settings.config import PlannerConfig
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,7 @@ class Generation:
     segments: int = 0  # segments generated in all
     segments_exec_s: float = 0.0  # their predicted execution time
     ahead_tokens: list[float] = field(default_factory=list)  # expected tokens of each segment to come
+    plan_tokens: float = math.nan  # rtlm: the plan's predicted (uncertainty-priced) tokens
     held: list[Segment] = field(default_factory=list)  # generated, not yet sent to the robot
     text_parts: list[str] = field(default_factory=list)
     deadline_s: float = math.inf  # when the segment being generated is due
@@ -79,6 +80,11 @@ class Generation:
     def expected_segment_tokens(self) -> float:
         """What the segment being generated is expected to take."""
         return self.ahead_tokens[0]
+
+    @property
+    def expected_remaining_tokens(self) -> float:
+        """What the rest of the plan is expected to take (rtlm's consolidation)."""
+        return max(1.0, self.plan_tokens - self.tokens)
 
 
 class Planner:
@@ -106,11 +112,13 @@ class Planner:
         self.hold = policy.hold and config.features.hold
         self.batch = BatchController(config.batch, engine,
                                      latency_guided=config.batch.latency_guided and policy.latency_guided,
-                                     preemptive=policy.suspend, shrink=policy.shrink and config.features.shrink)
+                                     preemptive=policy.suspend, shrink=policy.shrink and config.features.shrink,
+                                     consolidation=config.rtlm if policy.uncertainty_aware else None)
         self.records: dict[str, TaskRecord] = {}  # every task still running and the finished ones kept
         self._keep_finished = keep_finished
         self._finished: deque[str] = deque()
-        self.segment_lengths = make_segment_lengths(config, policy.predicted_lengths)
+        self.segment_lengths = make_segment_lengths(config, policy.predicted_lengths,
+                                                    required=policy.uncertainty_aware)
         # (robot type, skill, numeric argument, seconds) of every executed call, for refits
         # (robot type, skill, argument, seconds) of the latest calls, for refitting exec models
         self.exec_samples: deque[tuple[str, str, float | None, float]] = deque(maxlen=EXEC_SAMPLES_KEPT)
@@ -130,10 +138,14 @@ class Planner:
 
     # ----------------------------------------------------------------- estimates
     def _estimate_gen_time(self, skill_set: SkillSet, first: bool) -> float:
-        """G: l_max tokens at batch 1 (+ the prompt's prefill for a first segment)."""
+        """G: l_max tokens at batch 1."""
+        return round(self._solo_gen_time(skill_set.segment_tokens, first), 6)
+
+    def _solo_gen_time(self, tokens: float, first: bool) -> float:
+        """Time to generate `tokens` alone in the engine (+ the prompt's prefill if `first`)."""
         step = self.engine.predict_step_s(1, _TYPICAL_CONTEXT_TOKENS)
         prefill = self.engine.predict_step_s(1, _TYPICAL_CONTEXT_TOKENS, TYPICAL_PROMPT_TOKENS) - step if first else 0.0
-        return round(prefill + skill_set.segment_tokens * step, 6)
+        return prefill + tokens * step
 
     def robot_models(self, task_id: str) -> tuple[SkillSet, ExecModel]:
         return self._types[self.records[task_id].request.robot_type]
@@ -156,6 +168,8 @@ class Planner:
                          RobotWork(model, self.exec_stat))
         self.segment_lengths.start(request.task_id, skill_set, request.instruction)
         gen.ahead_tokens = self.segment_lengths.ahead(request.task_id, skill_set, 0, 0)
+        if self.policy.uncertainty_aware:
+            gen.plan_tokens = self.segment_lengths.plan_size(request.task_id, 0, self.config.rtlm.uncertainty_weight)
         self._gens[request.task_id] = gen
         self.queue.push(self._next_entry(gen))
         self._emit(record, TaskState.QUEUED)
@@ -192,13 +206,17 @@ class Planner:
         is expected to be free."""
         req = gen.record.request
         unsent = gen.robot.calls == 0
+        first = gen.tokens == 0
         entry = QueueEntry(
             gen_id=req.task_id,
             tuf=req.tuf if unsent else req.tuf.resumed(),
             ref_s=req.arrival_s if unsent else gen.robot.free_s,
-            gen_time_s=self._segment_gen_time(gen, first=gen.tokens == 0),
+            gen_time_s=self._plan_gen_time(gen, first) if self.policy.uncertainty_aware
+            else self._segment_gen_time(gen, first),
             arrival_s=req.arrival_s,
             first_deadline_s=req.arrival_s + req.tuf.ert_s,
+            lane=int(self.policy.uncertainty_aware
+                     and self.segment_lengths.is_huge(req.task_id, self.config.rtlm.offload_quantile)),
         )
         gen.deadline_s = entry.deadline_s
         gen.entry = entry
@@ -206,7 +224,8 @@ class Planner:
 
     def _segment_gen_time(self, gen: Generation, first: bool) -> float:
         """G of the segment the generation works on next: its expected tokens at the running
-        batch (with a predictor; else l_max at batch 1, the per-skill-set constant)."""
+        batch, on the queue's grid (with a predictor; else l_max at batch 1, the per-skill-set
+        constant)."""
         if not self.segment_lengths.at_current_batch:
             return self._gen_time[(gen.skill_set.name, first)]
         running = self.engine.running
@@ -215,7 +234,12 @@ class Planner:
         context = sum(self.engine.context_tokens(g) for g in running) + joins * _TYPICAL_CONTEXT_TOKENS
         step = self.engine.predict_step_s(batch, context)
         prefill = self.engine.predict_step_s(batch, context, TYPICAL_PROMPT_TOKENS) - step if first else 0.0
-        return prefill + gen.expected_segment_tokens * step
+        return bucket_gen_time(prefill + gen.expected_segment_tokens * step)
+
+    def _plan_gen_time(self, gen: Generation, first: bool) -> float:
+        """rtlm's G: the rest of the plan's predicted, uncertainty-priced tokens at batch 1 (RT-LM
+        prices a request by its expected length alone, not by the batch it will share)."""
+        return self._solo_gen_time(gen.expected_remaining_tokens, first)
 
     def _running_step_s(self) -> float:
         """A decode step at the running batch and context."""

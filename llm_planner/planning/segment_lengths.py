@@ -28,6 +28,13 @@ class SegmentLengths(Protocol):
 
     def forget(self, task_id: str) -> None: ...
 
+    def plan_size(self, task_id: str, tokens: int, uncertainty_weight: float) -> float | None:
+        """Tokens the plan still needs after `tokens`, priced `uncertainty_weight` of the way
+        from the predicted median to the 90% interval's upper end (None without a predictor)."""
+
+    def is_huge(self, task_id: str, quantile: float) -> bool:
+        """The plan is predicted longer than this quantile of the predictor's training plans."""
+
 
 class FixedSegmentLengths:
     at_current_batch = False
@@ -40,6 +47,12 @@ class FixedSegmentLengths:
 
     def forget(self, task_id: str) -> None:
         pass
+
+    def plan_size(self, task_id: str, tokens: int, uncertainty_weight: float) -> float | None:
+        return None
+
+    def is_huge(self, task_id: str, quantile: float) -> bool:
+        return False
 
 
 class PredictedSegmentLengths:
@@ -67,12 +80,28 @@ class PredictedSegmentLengths:
     def forget(self, task_id: str) -> None:
         self._predictions.pop(task_id, None)
 
+    def plan_size(self, task_id: str, tokens: int, uncertainty_weight: float) -> float | None:
+        prediction = self._predictions.get(task_id)
+        if prediction is None:
+            return None
+        # Log-normal: the weight moves the quantile from the median (0) to the 90% bound (1).
+        total = prediction.tokens * (prediction.tokens_high / prediction.tokens) ** uncertainty_weight
+        if tokens:  # longer than predicted so far: what is left given that (online refinement)
+            total = max(total, tokens + self.predictor.remaining(prediction, tokens, 0).tokens)
+        return max(1.0, total - tokens)
 
-def make_segment_lengths(config: PlannerConfig, use_predictor: bool = True) -> SegmentLengths:
-    """The configured estimate (`use_predictor` False: the fixed one, whatever is configured)."""
-    if config.predictor == "none" or not use_predictor:
+    def is_huge(self, task_id: str, quantile: float) -> bool:
+        prediction = self._predictions.get(task_id)
+        return prediction is not None and prediction.tokens > self.predictor.training_quantile(quantile)
+
+
+def make_segment_lengths(config: PlannerConfig, use_predictor: bool = True,
+                         required: bool = False) -> SegmentLengths:
+    """The configured estimate (`use_predictor` False: the fixed one, whatever is configured;
+    `required`: the predictor of the engine's model when none is configured)."""
+    if not use_predictor or (config.predictor == "none" and not required):
         return FixedSegmentLengths()
-    if config.predictor == "auto":
+    if config.predictor in ("auto", "none"):
         path = data_path("config", "predictor", f"{Path(config.vllm.model).name}.pt")
     else:
         path = Path(config.predictor)

@@ -9,7 +9,7 @@ import numpy as np
 from llm_planner.predictor.dataset import PlanSample
 from llm_planner.predictor.features import TaskFeatures, task_features
 from llm_planner.predictor.model import bucket_of, train
-from llm_planner.predictor.predict import LengthPredictor
+from llm_planner.predictor.predict import QUANTILE_LEVELS, LengthPredictor
 from llm_planner.predictor.rank import spearman
 
 RESULT_KEYS = ("tasks", "mae_tokens", "mae_segments", "spearman_tokens", "bucket_accuracy",
@@ -24,7 +24,8 @@ def train_predictor(samples: list[PlanSample], model_name: str, epochs: int = 60
     tokens = np.asarray([s.tokens for s in samples], float)
     slope, intercept = np.polyfit(words, tokens, 1) if len(set(words)) > 1 else (0.0, tokens.mean())
     model.info |= {"baseline_mean_tokens": float(tokens.mean()),
-                   "baseline_length_fit": [float(slope), float(intercept)]}
+                   "baseline_length_fit": [float(slope), float(intercept)],
+                   "token_quantiles": np.quantile(tokens, QUANTILE_LEVELS).tolist()}
     return LengthPredictor(model)
 
 

@@ -23,6 +23,7 @@ from llm_planner.predictor.features import task_features
 from llm_planner.predictor.model import TrainedModel
 
 Z90 = 1.645  # a 90% interval of a normal distribution
+QUANTILE_LEVELS = np.linspace(0.0, 1.0, 21)  # of the training plans' tokens kept in a checkpoint
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,14 @@ class LengthPredictor:
     def save(self, path: str | Path) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         torch.save(self.model.state(), Path(path))
+
+    def training_quantile(self, q: float) -> float:
+        """This quantile of the training plans' tokens (linear between the kept 5% steps)."""
+        quantiles = self.model.info.get("token_quantiles")
+        if quantiles is None:
+            raise ValueError("this predictor checkpoint keeps no token quantiles of its training plans "
+                             "(made before they were kept); train it again with `llm-planner predictor train`")
+        return float(np.interp(q, QUANTILE_LEVELS, quantiles))
 
     def predict_many(self, skill_sets: list[str], task_texts: list[str]) -> list[LengthPrediction]:
         started = time.perf_counter()

@@ -12,18 +12,22 @@
   decodes, running generations that can afford to wait for it without losing utility (their
   robots are busy long enough, or their segment's utility is already lost) are suspended and
   not readmitted, so the important one decodes at a small batch's step time. They return
-  when it leaves the batch.
+  when it leaves the batch;
+- consolidation (`rtlm`, RT-LM's dynamic consolidation): at most b generations, and one joins
+  a running batch only if its predicted remaining tokens are within a factor e^lambda of the
+  batch's median, so generations of similar length run together.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Protocol
 
 from llm_planner.engine.base import Engine, GenerationRequest
 from llm_planner.sched.queues import QueueEntry, ReadyQueue
-from llm_planner.settings.config import BatchConfig
+from llm_planner.settings.config import BatchConfig, RtlmConfig
 
 
 class Generation(Protocol):
@@ -36,6 +40,7 @@ class Generation(Protocol):
     seg_tokens: int  # tokens generated since its last segment boundary
     expected_segment_tokens: float  # what its current segment is expected to take
     deadline_s: float  # when its current segment is due
+    expected_remaining_tokens: float  # what the rest of its plan is expected to take (rtlm)
 
 
 @dataclass
@@ -47,8 +52,9 @@ class Selection:
 
 class BatchController:
     def __init__(self, config: BatchConfig, engine: Engine, latency_guided: bool, preemptive: bool,
-                 shrink: bool = False) -> None:
+                 shrink: bool = False, consolidation: RtlmConfig | None = None) -> None:
         self.max_batch_size = config.max_batch_size
+        self.consolidation = consolidation
         self.latency_guided = latency_guided
         self.preemptive = preemptive
         self.shrink = shrink
@@ -79,6 +85,8 @@ class BatchController:
             gen = gens[entry.gen_id]
             if self._shrunk_for is not None and self._can_wait_for(gen, entry, critical, batch, context, now):
                 break  # the batch is shrunk for a more important generation: this one can wait
+            if self.consolidation is not None and not self._consolidates(gen, batch):
+                break  # it waits for a batch of its length (the batch drains meanwhile)
             victim = None
             if len(batch) >= self.max_batch_size:
                 if not self.preemptive or not victims:
@@ -118,6 +126,15 @@ class BatchController:
             if shrunk:
                 self._shrunk_for = critical.task_id
         return Selection(admitted, preempted, shrunk)
+
+    def _consolidates(self, gen: Generation, batch: list[Generation]) -> bool:
+        """rtlm: room in a consolidated batch, and a predicted remaining length like the batch's."""
+        if len(batch) >= self.consolidation.batch_size:
+            return False
+        if not batch:
+            return True
+        median = statistics.median(g.expected_remaining_tokens for g in batch)
+        return abs(math.log(gen.expected_remaining_tokens / median)) <= self.consolidation.consolidation
 
     def _shrink_for(self, critical: Generation, candidates: list[Generation], batch: list[Generation],
                     context: int, now: float) -> list[Generation]:

@@ -3,7 +3,11 @@
 A ready queue holds the generations waiting for their next segment and answers "which one
 next?" at a given time without rebuilding or re-sorting itself:
 
-- StaticQueue (fcfs, edf, vllm, vllm-stream): the key never changes, a sorted list.
+- StaticQueue (fcfs, edf, vllm, vllm-stream, rtlm): the key never changes, a sorted list.
+  rtlm's key is RT-LM's uncertainty-aware order adapted to deadlines: the main lane before
+  the offload lane (plans predicted huge), then the first deadline plus the predicted,
+  uncertainty-inflated generation time (G), smallest first. A waiting entry's key stays, so
+  a later, shorter task overtakes it only while its deadline and G add up to less.
 - PudQueue (timely): PUD priority changes with time, but within one class of entries that
   share TUF and estimated generation time G, the order is fixed by the latest full-utility
   start D = ref + ERT - G: on-time entries (D > now) rank by smallest D, late ones by largest D
@@ -18,6 +22,7 @@ then to the earlier entry.
 from __future__ import annotations
 
 import itertools
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
@@ -28,6 +33,18 @@ from llm_planner.domain.tuf import MIN_SLACK_S, Tuf, latest_start, pud_from_late
 
 _seq = itertools.count()
 
+# A predicted G (per task, at the running batch) would make every entry a class of its own and
+# PudQueue's pick linear in the queue; on this grid a few dozen classes cover 10 ms to 10 s. A
+# step of 19% is well inside the length predictor's own error.
+G_BUCKET_RATIO = 2 ** 0.25
+
+
+def bucket_gen_time(gen_time_s: float) -> float:
+    """A predicted generation time rounded to the nearest point of a geometric grid."""
+    if gen_time_s <= 0:
+        return gen_time_s
+    return G_BUCKET_RATIO ** round(math.log(gen_time_s, G_BUCKET_RATIO))
+
 
 @dataclass(frozen=True, slots=True)
 class QueueEntry:
@@ -37,6 +54,7 @@ class QueueEntry:
     gen_time_s: float  # estimated generation time G of the segment
     arrival_s: float  # the task's arrival
     first_deadline_s: float  # arrival + ERT of the task's TUF_0
+    lane: int = 0  # rtlm: 1 for plans predicted huge (offloaded: after every entry of lane 0)
     seq: int = field(default_factory=lambda: next(_seq))
 
     @property
@@ -93,15 +111,25 @@ class ReadyQueue(ABC):
     def _discard(self, entry: QueueEntry) -> None: ...
 
 
+LANE_GAP_S = 1e9  # what a lane costs in priority (seconds): more than any deadline apart
+
+_STATIC_KEYS = {
+    "arrival": lambda e: e.arrival_s,
+    "first_deadline": lambda e: e.first_deadline_s,
+    "rtlm": lambda e: e.lane * LANE_GAP_S + e.first_deadline_s + e.gen_time_s,
+}
+
+
 class StaticQueue(ReadyQueue):
-    """Priority fixed at push time: by arrival (FCFS) or by first deadline (EDF)."""
+    """Priority fixed at push time: by arrival (FCFS), by first deadline (EDF) or by lane,
+    first deadline and predicted generation time (rtlm)."""
 
     def __init__(self, by: str) -> None:
         super().__init__()
-        if by not in ("arrival", "first_deadline"):
+        if by not in _STATIC_KEYS:
             raise ValueError(f"unknown static key {by!r}")
-        attr = "arrival_s" if by == "arrival" else "first_deadline_s"
-        self._key = lambda e: (getattr(e, attr), e.seq)
+        value = _STATIC_KEYS[by]
+        self._key = lambda e: (value(e), e.seq)
         self._sorted = SortedKeyList(key=self._key)
 
     def _insert(self, entry: QueueEntry) -> None:
@@ -174,7 +202,7 @@ class Policy:
     name: PolicyName
     segmented: bool  # the plan goes to the robot in segments as they are generated
     suspend: bool  # a generation can leave the batch and resume later (after each segment unless keep_running)
-    queue_kind: str  # pud | arrival | first_deadline
+    queue_kind: str  # pud | arrival | first_deadline | rtlm
     description: str
     latency_guided: bool = False  # admission only while running deadlines hold (TimelyLLM 4.4)
     # What `timely` adds to the TimelyLLM paper (each can be switched off in the planner config):
@@ -182,6 +210,9 @@ class Policy:
     hold: bool = False  # hold segments back when streaming them would leave the robot waiting later
     shrink: bool = False  # suspend generations that can wait so an urgent segment decodes at a small batch
     predicted_lengths: bool = False  # G and the batch controller use the configured length predictor
+    # RT-LM (baseline `rtlm`): entries priced by the predicted plan length and its uncertainty,
+    # huge plans offloaded to a lower lane, batches consolidated by predicted remaining length.
+    uncertainty_aware: bool = False
 
     def make_queue(self) -> ReadyQueue:
         if self.queue_kind == "pud":
@@ -206,6 +237,10 @@ POLICIES: dict[PolicyName, Policy] = {p.name: p for p in (
            "FCFS continuous batching; the whole plan is generated, then executed"),
     Policy(PolicyName.VLLM_STREAM, True, False, "arrival",
            "FCFS continuous batching; each skill is sent when generated, no pausing"),
+    Policy(PolicyName.RTLM, False, False, "rtlm",
+           "RT-LM: whole plans, shortest predicted (uncertainty-inflated) plan before its deadline first, "
+           "predicted-huge plans in a lower lane, batches of similar predicted length",
+           predicted_lengths=True, uncertainty_aware=True),
 )}
 assert set(POLICIES) == set(PolicyName), "every policy name has a policy"
 

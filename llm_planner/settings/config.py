@@ -69,6 +69,19 @@ class FeaturesConfig(_Strict):
                                                    "important one decodes faster")
 
 
+class RtlmConfig(_Strict):
+    """The `rtlm` policy (RT-LM, Li et al., RTSS 2023, adapted to plans; sched/queues.py)."""
+
+    uncertainty_weight: float = Field(default=1.0, ge=0, description="how far into the predicted length's 90% "
+                                      "interval a plan is priced: 0 the median, 1 the upper end")
+    batch_size: int = Field(default=32, ge=1, description="consolidation: most generations in one batch (b)")
+    consolidation: float = Field(default=1.0, gt=0, description="consolidation: a generation joins a running "
+                                 "batch only if its predicted remaining tokens are within a factor e^lambda of "
+                                 "the batch's median (lambda)")
+    offload_quantile: float = Field(default=0.9, gt=0, le=1, description="offload: plans predicted longer than "
+                                    "this quantile of the predictor's training plans go to the lower lane (tau)")
+
+
 class VllmConfig(_Strict):
     """The real engine. `engine_args` go to vllm.EngineArgs unchanged (dtype, max_model_len,
     block_size, kv_cache_memory_bytes, tensor_parallel_size, pipeline_parallel_size, ...)."""
@@ -111,6 +124,7 @@ class PlannerConfig(_Strict):
                            description="a segment's expected tokens: none (the skill set's segment_tokens), auto "
                                        "(config/predictor/<vllm.model>.pt) or a checkpoint's path")
     features: FeaturesConfig = FeaturesConfig()
+    rtlm: RtlmConfig = RtlmConfig()
 
     @model_validator(mode="after")
     def _unique_levels(self) -> PlannerConfig:
