@@ -206,6 +206,46 @@ def test_robot_server_executes_the_goals_calls_not_its_text(fleet):
         client.destroy()
 
 
+def test_a_plans_next_waiting_segment_follows_without_a_gap(fleet):
+    """Two segments of one plan sent at once: the robot goes from the first's last call to the
+    second's first, and that last call's time runs to the second's start (as it would inside
+    one goal), so the robot's own work between them (here a parse made slow on purpose) is not
+    counted as waiting for the planner."""
+    from llm_planner_interfaces.action import ExecuteSegment
+    from rclpy.action import ActionClient
+
+    client = ActionClient(fleet.client, ExecuteSegment, "/drone2/execute_segment")
+    starts: dict[int, float] = {}
+    server = fleet.fleet.robot("drone2")
+    parse = server._calls
+
+    def slow_parse(goal):
+        time.sleep(0.05)
+        return parse(goal)
+
+    def send(index, calls, last):
+        def on_feedback(msg, index=index):
+            if msg.feedback.call_index == 0:
+                starts[index] = msg.feedback.stamp.sec + msg.feedback.stamp.nanosec * 1e-9
+        sent = client.send_goal_async(ExecuteSegment.Goal(task_id="gapless", segment_index=index, text=";".join(calls),
+                                                          calls=calls, last=last), feedback_callback=on_feedback)
+        assert wait_until(sent.done, 10) and sent.result().accepted
+        return sent.result().get_result_async()
+
+    server._calls = slow_parse
+    try:
+        assert client.wait_for_server(timeout_sec=10)
+        first = send(0, ["tc(30)", "tc(30)"], last=False)
+        second = send(1, ["tc(30)"], last=True)
+        assert wait_until(lambda: first.done() and second.done() and len(starts) == 2, 20)
+        a, b = first.result().result, second.result().result
+        assert a.success and b.success and len(a.call_times_s) == 2
+        assert sum(a.call_times_s) == pytest.approx(starts[1] - starts[0], abs=0.005)
+    finally:
+        del server._calls
+        client.destroy()
+
+
 def test_an_engine_that_stops_answering_fails_its_tasks_and_the_node_goes_on(fleet):
     """Issue 15: the planner node's engine hangs inside a step; after the time limit the task
     inside fails with the reason, the engine is replaced and the node plans the next task."""

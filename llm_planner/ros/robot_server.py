@@ -12,7 +12,13 @@ goal, runs its calls (publishing each call's feedback as it starts) and goes str
 the next segment of the plan. The goal's state changes (executing, its end) go through a
 reporter thread in order, so the robot does not stand still between two segments while they
 are published. The goal's execute callback only awaits that end, so a moving robot holds
-no executor thread and the node's executor stays free for goal, cancel and result requests."""
+no executor thread and the node's executor stays free for goal, cancel and result requests.
+
+A call's time runs from its start to the next call's start, across segments too: when the
+plan's next segment is already waiting as one ends, the robot goes on to it and the end of the
+first is reported as the next one's first call starts, its last call running until then. So a
+plan sent as one goal and a plan sent as several count the robot's own time between two calls
+the same way (as call time, not as waiting for the planner)."""
 
 from __future__ import annotations
 
@@ -36,6 +42,16 @@ from llm_planner.robots.backends import SkillBackend
 from llm_planner.ros.hops import HopLog
 from llm_planner.ros.qos import ACTION_SERVER
 from llm_planner.settings.fleet import RobotConfig
+
+
+@dataclass
+class _Ran:
+    """A segment the robot has run: its result and when each call started and the last ended."""
+
+    job: "_Job"
+    result: ExecuteSegment.Result
+    starts: list[float]
+    end_s: float
 
 
 @dataclass
@@ -75,6 +91,7 @@ class RobotServer(Node):
         self._tickets = itertools.count()
         self._closing = False
         self._running: _Job | None = None
+        self._held: _Ran | None = None  # robot thread: ended, reported when the plan's next segment starts
         self._server = ActionServer(
             self, ExecuteSegment, f"/{robot.id}/execute_segment",
             execute_callback=self._until_done, goal_callback=self._on_goal, cancel_callback=self._on_cancel,
@@ -152,6 +169,9 @@ class RobotServer(Node):
                 if job is not None:
                     self._current, self._running = job.task_id, job
                     self.handovers += job is ready_next
+            if self._held is not None and (job is None or job is not ready_next):
+                self._close(self._held, self._held.end_s)  # the robot does not go on with that plan now
+                self._held = None
             for j in flush:  # canceled (or, at shutdown, all) waiting goals end without running
                 reason = "robot shutting down" if self._closing else "canceled before it started"
                 self._report(j.goal_handle.execute)
@@ -160,16 +180,33 @@ class RobotServer(Node):
                 if self._closing:
                     return
                 continue
-            result = self._run_calls(job)
+            ran = self._run_calls(job)
             self.hops.mark(job.task_id, job.index, "ended")
-            self._report(self._end, job, result)
             with self._cond:
                 self._running = None
                 self._idle_since = time.monotonic()
-                if job.goal_handle.request.last or not result.success:
+                if job.goal_handle.request.last or not ran.result.success:
                     self._current = None
                 ready_next = next((j for j in self._waiting
                                    if (j.task_id, j.index) == (job.task_id, job.index + 1)), None)
+            if ready_next is not None and ran.result.success and ran.starts:
+                self._held = ran  # its last call runs until the next segment's first call starts
+            else:
+                self._close(ran, ran.end_s)
+
+    def _begin(self, job: _Job, first_call_s: float | None) -> None:
+        """The robot starts `job` (at its first call's start, if it has one): the segment held
+        back for it ends there, then the goal is executing."""
+        held, self._held = self._held, None
+        if held is not None:
+            self._close(held, held.end_s if first_call_s is None else first_call_s)
+        self._report(job.goal_handle.execute)
+
+    def _close(self, ran: _Ran, end_s: float) -> None:
+        """Report a segment's end, a successful one's last call running until `end_s`."""
+        if ran.result.success and ran.starts:
+            ran.result.call_times_s = [end - start for start, end in zip(ran.starts, ran.starts[1:] + [end_s])]
+        self._report(self._end, ran.job, ran.result)
 
     def _end(self, job: _Job, result: ExecuteSegment.Result) -> None:
         """Give the goal its final state, then its result to the awaiting execute callback."""
@@ -184,19 +221,24 @@ class RobotServer(Node):
         if self.executor is not None:
             self.executor.wake()  # rclpy resumes an awaiting callback only when its executor wakes
 
-    def _run_calls(self, job: _Job) -> ExecuteSegment.Result:
+    def _run_calls(self, job: _Job) -> _Ran:
         goal = job.goal_handle.request
         self.executed.append((goal.task_id, goal.segment_index))
-        self._report(job.goal_handle.execute)
         try:
             calls = self._calls(goal)
         except ValueError as exc:
-            return ExecuteSegment.Result(success=False, message=str(exc), call_times_s=[])
+            self._begin(job, None)
+            return _Ran(job, ExecuteSegment.Result(success=False, message=str(exc), call_times_s=[]), [],
+                        time.monotonic())
         times: list[float] = []
         starts: list[float] = []
         self.hops.mark(goal.task_id, goal.segment_index, "started")
+        if not calls:
+            self._begin(job, None)
         for i, call in enumerate(calls):
             starts.append(time.monotonic())
+            if i == 0:
+                self._begin(job, starts[0])
             # Feedback straight from here (cheap, and the start report the planner waits for);
             # the goal's state changes go through the reporter.
             job.goal_handle.publish_feedback(ExecuteSegment.Feedback(call_index=i, call=call.text,
@@ -204,16 +246,16 @@ class RobotServer(Node):
             outcome = self.backend.execute(call, job.cancel, goal.task_id)
             times.append(outcome.seconds)
             if job.cancel.is_set():
-                return ExecuteSegment.Result(success=False, message=f"canceled during {call.text}", call_times_s=times)
+                return _Ran(job, ExecuteSegment.Result(success=False, message=f"canceled during {call.text}",
+                                                       call_times_s=times), starts, time.monotonic())
             if not outcome.success:
-                return ExecuteSegment.Result(success=False, message=outcome.message, call_times_s=times)
+                return _Ran(job, ExecuteSegment.Result(success=False, message=outcome.message, call_times_s=times),
+                            starts, time.monotonic())
         # The robot's time on each call runs from its start to the next call's start (the last:
-        # to the segment's end), its own bookkeeping between calls included: the planner chains
-        # a segment's units from its first call's start, so the segment ends when the robot is
-        # done with it, and a plan sent as one segment and a plan sent as several count the
-        # same time between calls.
-        times = [end - start for start, end in zip(starts, starts[1:] + [time.monotonic()])]
-        return ExecuteSegment.Result(success=True, message="", call_times_s=times)
+        # to the segment's end, or to the plan's next segment's first call, see _work), its own
+        # bookkeeping between calls included: the planner chains a segment's units from its first
+        # call's start, so the segment ends when the robot is done with it.
+        return _Ran(job, ExecuteSegment.Result(success=True, message=""), starts, time.monotonic())
 
     def _report(self, fn, *args) -> None:
         self._reports.put((fn, args))
