@@ -145,7 +145,7 @@ def test_the_planner_prices_segments_with_the_predictor(config, tokenizer):
 
 def test_rtlm_prices_plans_by_their_interval_and_offloads_the_huge_ones(trained, tmp_path):
     """What `rtlm` reads of the predictor: a plan's size between the median and the 90% bound,
-    refined once generation passes it, and whether it is above a training quantile."""
+    and whether it is above a training quantile."""
     from llm_planner.catalog.skills import load_skill_set
     from llm_planner.planning.segment_lengths import FixedSegmentLengths, PredictedSegmentLengths
 
@@ -155,16 +155,15 @@ def test_rtlm_prices_plans_by_their_interval_and_offloads_the_huge_ones(trained,
     one, six = "Scene: [desk, cup]. Take a photo.", "Scene: [desk, cup]. " + ", then ".join(ACTIONS + ACTIONS[:1])
     lengths.start("one", drone, one)  # about 6 tokens: the shortest kind of training plan
     lengths.start("six", arm, six)  # about 84: the longest kind
-    median, high = lengths.plan_size("one", 0, 0.0), lengths.plan_size("one", 0, 1.0)
+    median, high = lengths.plan_size("one", 0.0), lengths.plan_size("one", 1.0)
     p = trained.predict("minispec_drone", one)
     assert median == pytest.approx(p.tokens) and high == pytest.approx(p.tokens_high) and median < high
-    assert 0 < lengths.plan_size("one", 500, 1.0) < 500  # far past the bound: still something left
-    assert lengths.plan_size("six", 0, 0.0) > 3 * median
+    assert lengths.plan_size("six", 0.0) > 3 * median
     assert trained.training_quantile(0.0) < trained.training_quantile(0.5) < trained.training_quantile(1.0)
     assert lengths.is_huge("six", 0.75) and not lengths.is_huge("one", 0.75)
     assert not lengths.is_huge("one", 0.05)
     fixed = FixedSegmentLengths()
-    assert fixed.plan_size("one", 0, 1.0) is None and not fixed.is_huge("one", 0.5)
+    assert fixed.plan_size("one", 1.0) is None and not fixed.is_huge("one", 0.5)
 
 
 def test_a_checkpoint_without_token_quantiles_says_to_train_again(trained):

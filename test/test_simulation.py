@@ -387,3 +387,27 @@ def test_shrinking_the_batch_speeds_up_an_urgent_first_segment(config, tokenizer
     assert suspended and all("more important" in s.message for s in suspended)
     assert urgent[0].segments[0].dispatched_s < urgent[1].segments[0].dispatched_s
     assert urgent[0].utility > urgent[1].utility
+
+
+def test_rtlm_offloads_plans_predicted_huge_behind_the_others(config, tokenizer, traces):
+    """One generation at a time and a backlog: once everything has arrived, every plan the
+    predictor calls huge (above the training median here) starts after every other one."""
+    from llm_planner.catalog.skills import load_skill_set
+    from llm_planner.planning.segment_lengths import make_segment_lengths
+
+    rtlm = with_batch(config, 1).model_copy(
+        update={"rtlm": config.rtlm.model_copy(update={"offload_quantile": 0.5})})
+    workload = backlog_workload()
+    result = simulate(workload, traces, "rtlm", rtlm, 0, tokenizer)
+    assert {r.state for r in result.records} == {TaskState.SUCCEEDED}
+    lengths = make_segment_lengths(rtlm, required=True)
+    huge = {}
+    for r in result.records:
+        skill_set = load_skill_set(config.robot_types[r.request.robot_type].skill_set)
+        lengths.start(r.request.task_id, skill_set, r.request.instruction)
+        huge[r.request.task_id] = lengths.is_huge(r.request.task_id, 0.5)
+    last_arrival = max(job.arrival_s for job in workload.jobs)
+    started = {r.request.task_id: r.gen_intervals[0][0] for r in result.records}
+    later = [t for t, s in started.items() if s > last_arrival]
+    assert any(huge[t] for t in later) and not all(huge[t] for t in later)
+    assert max(started[t] for t in later if not huge[t]) < min(started[t] for t in later if huge[t])

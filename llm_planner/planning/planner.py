@@ -169,7 +169,7 @@ class Planner:
         self.segment_lengths.start(request.task_id, skill_set, request.instruction)
         gen.ahead_tokens = self.segment_lengths.ahead(request.task_id, skill_set, 0, 0)
         if self.policy.uncertainty_aware:
-            gen.plan_tokens = self.segment_lengths.plan_size(request.task_id, 0, self.config.rtlm.uncertainty_weight)
+            gen.plan_tokens = self.segment_lengths.plan_size(request.task_id, self.config.rtlm.uncertainty_weight)
         self._gens[request.task_id] = gen
         self.queue.push(self._next_entry(gen))
         self._emit(record, TaskState.QUEUED)

@@ -28,9 +28,9 @@ class SegmentLengths(Protocol):
 
     def forget(self, task_id: str) -> None: ...
 
-    def plan_size(self, task_id: str, tokens: int, uncertainty_weight: float) -> float | None:
-        """Tokens the plan still needs after `tokens`, priced `uncertainty_weight` of the way
-        from the predicted median to the 90% interval's upper end (None without a predictor)."""
+    def plan_size(self, task_id: str, uncertainty_weight: float) -> float | None:
+        """The plan's predicted tokens, priced `uncertainty_weight` of the way from the median
+        to the 90% interval's upper end (None without a predictor)."""
 
     def is_huge(self, task_id: str, quantile: float) -> bool:
         """The plan is predicted longer than this quantile of the predictor's training plans."""
@@ -48,7 +48,7 @@ class FixedSegmentLengths:
     def forget(self, task_id: str) -> None:
         pass
 
-    def plan_size(self, task_id: str, tokens: int, uncertainty_weight: float) -> float | None:
+    def plan_size(self, task_id: str, uncertainty_weight: float) -> float | None:
         return None
 
     def is_huge(self, task_id: str, quantile: float) -> bool:
@@ -80,15 +80,12 @@ class PredictedSegmentLengths:
     def forget(self, task_id: str) -> None:
         self._predictions.pop(task_id, None)
 
-    def plan_size(self, task_id: str, tokens: int, uncertainty_weight: float) -> float | None:
+    def plan_size(self, task_id: str, uncertainty_weight: float) -> float | None:
         prediction = self._predictions.get(task_id)
         if prediction is None:
             return None
         # Log-normal: the weight moves the quantile from the median (0) to the 90% bound (1).
-        total = prediction.tokens * (prediction.tokens_high / prediction.tokens) ** uncertainty_weight
-        if tokens:  # longer than predicted so far: what is left given that (online refinement)
-            total = max(total, tokens + self.predictor.remaining(prediction, tokens, 0).tokens)
-        return max(1.0, total - tokens)
+        return prediction.tokens * (prediction.tokens_high / prediction.tokens) ** uncertainty_weight
 
     def is_huge(self, task_id: str, quantile: float) -> bool:
         prediction = self._predictions.get(task_id)

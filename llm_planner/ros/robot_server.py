@@ -45,16 +45,6 @@ from llm_planner.settings.fleet import RobotConfig
 
 
 @dataclass
-class _Ran:
-    """A segment the robot has run: its result and when each call started and the last ended."""
-
-    job: "_Job"
-    result: ExecuteSegment.Result
-    starts: list[float]
-    end_s: float
-
-
-@dataclass
 class _Job:
     ticket: int
     goal_handle: object
@@ -68,6 +58,16 @@ class _Job:
     @property
     def index(self) -> int:
         return self.goal_handle.request.segment_index
+
+
+@dataclass
+class _Ran:
+    """A segment the robot has run: its result and when each call started and the last ended."""
+
+    job: _Job
+    result: ExecuteSegment.Result
+    starts: list[float]
+    end_s: float
 
 
 class RobotServer(Node):
