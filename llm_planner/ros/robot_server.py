@@ -181,7 +181,6 @@ class RobotServer(Node):
                     return
                 continue
             ran = self._run_calls(job)
-            self.hops.mark(job.task_id, job.index, "ended")
             with self._cond:
                 self._running = None
                 self._idle_since = time.monotonic()
@@ -206,6 +205,7 @@ class RobotServer(Node):
         """Report a segment's end, a successful one's last call running until `end_s`."""
         if ran.result.success and ran.starts:
             ran.result.call_times_s = [end - start for start, end in zip(ran.starts, ran.starts[1:] + [end_s])]
+        self.hops.mark(ran.job.task_id, ran.job.index, "ended")
         self._report(self._end, ran.job, ran.result)
 
     def _end(self, job: _Job, result: ExecuteSegment.Result) -> None:
