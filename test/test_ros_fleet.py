@@ -132,6 +132,10 @@ def test_robot_that_disappears_fails_the_task(fleet):
     assert c.wait_terminal(["gone"], timeout=30)
     final = c.terminal("gone")
     assert final.state == final.FAILED and "leaving" in final.message
+    c.publish("gone-already", "leaving", instruction(5))  # still in the fleet file, no server
+    assert c.wait_terminal(["gone-already"], timeout=30)
+    final = c.terminal("gone-already")
+    assert final.state == final.FAILED and "no action server /leaving/execute_segment" in final.message
     c.publish("still-ok", "drone1", instruction(5))
     assert c.wait_terminal(["still-ok"], timeout=30) and c.terminal("still-ok").state == final.SUCCEEDED
 
