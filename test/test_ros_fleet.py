@@ -250,6 +250,59 @@ def test_a_plans_next_waiting_segment_follows_without_a_gap(fleet):
         client.destroy()
 
 
+def _losing_results(fleet, robot_id: str, task_id: str, lost) -> None:
+    """Make `robot_id`'s link lose the result answers of `task_id` that `lost(entry, asked_s)`
+    picks, as a lost service response would (the others go through)."""
+    link = fleet.fleet.planner_node.port.links[robot_id]
+    ask = type(link)._request_result
+
+    def request_result(entry):
+        if entry.task_id != task_id or not lost(entry, time.monotonic()):
+            ask(link, entry)
+
+    link._request_result = request_result
+
+
+def test_a_lost_result_is_asked_for_again_while_the_robot_keeps_it(fleet):
+    c = fleet.client
+    asked: set[int] = set()
+
+    def first_ask_of_each_segment(entry, _):
+        lost = entry.index not in asked
+        asked.add(entry.index)
+        return lost
+
+    _losing_results(fleet, "drone2", "lost-once", first_ask_of_each_segment)
+    try:
+        c.publish("lost-once", "drone2", instruction(1))
+        assert c.wait_terminal(["lost-once"], timeout=30)
+        final = c.terminal("lost-once")
+        assert final.state == final.SUCCEEDED, final.message
+        assert len(asked) >= 2  # every segment's first answer was lost
+    finally:
+        del fleet.fleet.planner_node.port.links["drone2"]._request_result
+
+
+def test_a_result_the_robot_no_longer_keeps_fails_the_task_with_why(fleet):
+    from llm_planner.ros.qos import RESULT_KEPT_S
+
+    c = fleet.client
+    first_ask: dict[int, float] = {}
+
+    def until_long_after_the_end(entry, now):  # the segment itself ends within ~0.2 s
+        return now - first_ask.setdefault(entry.index, now) < 1.5 * RESULT_KEPT_S
+
+    _losing_results(fleet, "drone2", "lost-for-good", until_long_after_the_end)
+    try:
+        c.publish("lost-for-good", "drone2", instruction(3))
+        assert c.wait_terminal(["lost-for-good"], timeout=30)
+        final = c.terminal("lost-for-good")
+        assert final.state == final.FAILED and "its result was lost and the robot no longer has it" in final.message, \
+            final.message
+    finally:
+        del fleet.fleet.planner_node.port.links["drone2"]._request_result
+
+
 def test_an_engine_that_stops_answering_fails_its_tasks_and_the_node_goes_on(fleet):
     """Issue 15: the planner node's engine hangs inside a step; after the time limit the task
     inside fails with the reason, the engine is replaced and the node plans the next task."""

@@ -20,7 +20,7 @@ from llm_planner.domain.clock import WallClock
 from llm_planner.domain.tasks import DispatchedSegment
 from llm_planner.planning.planner import Planner
 from llm_planner.ros.hops import HopLog
-from llm_planner.ros.qos import ACTION_CLIENT
+from llm_planner.ros.qos import ACTION_CLIENT, RESULT_KEPT_S
 from llm_planner.settings.fleet import FleetConfig
 
 HANDOFF_S = 0.0005  # the planner thread's pause after queueing work for a link's executor
@@ -36,7 +36,9 @@ class _Pending:
     handle: object = None
     started_s: float = math.nan
     canceled: bool = False
-    asked_again_s: float = math.nan  # when the result was last asked for again
+    # Once it has ended (or should have) without a result: when this side first saw that or
+    # last asked for the result again.
+    asked_again_s: float = math.nan
 
 
 class RobotLink(Node):
@@ -177,7 +179,11 @@ class RobotLink(Node):
         response = future.result()
         result = response.result
         ok = result.success and response.status == GoalStatus.STATUS_SUCCEEDED
-        message = result.message or ("" if ok else f"goal ended with status {response.status}")
+        if response.status == GoalStatus.STATUS_UNKNOWN:  # the robot no longer knows the goal
+            message = (f"its result was lost and the robot no longer has it (a robot keeps a result "
+                       f"{RESULT_KEPT_S:g} s after the segment ends)")
+        else:
+            message = result.message or ("" if ok else f"goal ended with status {response.status}")
         times = list(result.call_times_s)
         if math.isnan(entry.started_s) and times:
             # No start report arrived (the 1-robot benchmark lost a few feedback messages
@@ -212,11 +218,11 @@ class RobotLink(Node):
             if p.handle is not None and (p.handle.status in _ENDED or overdue):
                 # The goal ended (or should have) but its result has not arrived: a service
                 # response or a goal status message can be lost under load or while DDS
-                # discovery is still matching endpoints; ask again, once a second (a result
-                # asked for twice is taken once).
+                # discovery is still matching endpoints; ask again while the robot still keeps
+                # the result (a result asked for twice is taken once).
                 if math.isnan(p.asked_again_s):
                     p.asked_again_s = now
-                elif now - p.asked_again_s > 1.0:
+                elif now - p.asked_again_s >= RESULT_KEPT_S / 4:
                     p.asked_again_s = now
                     self._request_result(p)
             reason = None

@@ -40,7 +40,7 @@ from llm_planner.dispatch.robot_port import TASK_HOLD_S
 from llm_planner.domain.calls import SkillCall
 from llm_planner.robots.backends import SkillBackend
 from llm_planner.ros.hops import HopLog
-from llm_planner.ros.qos import ACTION_SERVER
+from llm_planner.ros.qos import ACTION_SERVER, RESULT_KEPT_S
 from llm_planner.settings.fleet import RobotConfig
 
 
@@ -96,10 +96,7 @@ class RobotServer(Node):
             self, ExecuteSegment, f"/{robot.id}/execute_segment",
             execute_callback=self._until_done, goal_callback=self._on_goal, cancel_callback=self._on_cancel,
             handle_accepted_callback=self._on_accepted,
-            # Ended goals stay in every status message until they expire; keep that list short
-            # (the planner asks for a result when the goal is accepted, and again within ~1.5 s
-            # if the answer was lost).
-            result_timeout=5, **ACTION_SERVER)
+            result_timeout=RESULT_KEPT_S, **ACTION_SERVER)
         self._reports: queue.SimpleQueue = queue.SimpleQueue()
         self._reporter = threading.Thread(target=self._report_loop, name=f"{robot.id}-reports", daemon=True)
         self._reporter.start()
