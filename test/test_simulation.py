@@ -207,6 +207,50 @@ def test_an_engine_that_stops_answering_is_replaced_and_the_planner_goes_on(conf
     assert not planner.engine.running and planner.active_tasks == 0
 
 
+def test_a_shared_engine_that_stops_answering_is_replaced_for_the_runs_after_it(config, tokenizer, traces):
+    """`lrtrace compare`/`replay` reuse one watched engine across runs: a hung step fails the
+    tasks inside that run, which still ends; the replacement continues on the run's clock and
+    serves the next run (also after a run closed the watchdog's thread) exactly as a new
+    engine would."""
+    import threading
+
+    from llm_planner.domain.clock import VirtualClock
+    from llm_planner.engine import SimEngine, load_engine_profile
+    from llm_planner.engine.watchdog import WatchedEngine
+
+    never = threading.Event()
+
+    class HangsOnce(SimEngine):
+        def step(self):
+            if self.stats.steps == 3:
+                never.wait()  # a call that does not come back
+            return super().step()
+
+    profile = load_engine_profile(config.engine_profile)
+    engine = WatchedEngine(HangsOnce(profile, tokenizer, VirtualClock()), 0.5,
+                           lambda: SimEngine(profile, tokenizer, VirtualClock()))
+    workload = backlog_workload(n_normal=6)
+    clocks = []  # each run's clock, as the run hands it to the engine
+    reset = engine.reset
+    engine.reset = lambda clock: (clocks.append(clock), reset(clock))
+    try:
+        first = simulate(workload, traces, "timely", config, 0, tokenizer, engine=engine)
+        assert engine.inner.clock is clocks[0]  # the replacement went on with the first run
+        engine.close()  # as a live run's planner node does when it is destroyed
+        second = simulate(workload, traces, "timely", config, 0, tokenizer, engine=engine)
+    finally:
+        never.set()  # let the abandoned thread go
+    failed = [r for r in first.records if r.state == TaskState.FAILED]
+    assert failed and all("step did not return within 0.5 s" in r.message for r in failed)
+    assert len(first.records) == len(workload.jobs) and {r.state for r in first.records} <= {
+        TaskState.FAILED, TaskState.SUCCEEDED}
+    assert type(engine.inner) is SimEngine
+    fresh = simulate(workload, traces, "timely", config, 0, tokenizer,
+                     engine=SimEngine(profile, tokenizer, VirtualClock()))
+    assert [(r.request.task_id, r.state, r.response_time_s, r.utility) for r in second.records] == \
+        [(r.request.task_id, r.state, r.response_time_s, r.utility) for r in fresh.records]
+
+
 def test_a_long_running_planner_keeps_only_the_latest_finished_records(config, tokenizer):
     """Issue 15 point 6: memory stays bounded; a duplicate task_id is still found among the
     records kept."""

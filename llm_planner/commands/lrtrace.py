@@ -127,10 +127,10 @@ def cmd_compare(args) -> int:
     engine = None
     if config.engine == "vllm":
         from llm_planner.domain.clock import VirtualClock
-        from llm_planner.engine.factory import make_vllm_engine
+        from llm_planner.engine.factory import make_watched_vllm_engine
 
         console.print(f"starting vLLM with {args.model or config.vllm.model} ...")
-        engine = make_vllm_engine(config, VirtualClock(), args.model)
+        engine = make_watched_vllm_engine(config, VirtualClock(), args.model)
     runs: dict[str, list[SimulationResult]] = {label: [] for label, _, _ in variants}
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
@@ -398,10 +398,10 @@ def cmd_replay(args) -> int:
     if config.engine == "vllm" and args.start_fleet:
         from llm_planner.domain.clock import WallClock
         from llm_planner.engine.cpu import cpu_info
-        from llm_planner.engine.factory import make_vllm_engine
+        from llm_planner.engine.factory import make_watched_vllm_engine
 
         console.print(f"starting vLLM with {args.model or config.vllm.model} ...")
-        engine = make_vllm_engine(config, WallClock(), args.model)  # shared by the policies' runs
+        engine = make_watched_vllm_engine(config, WallClock(), args.model)  # shared by the policies' runs
         console.print(f"engine: {engine.dtype} on {cpu_info().describe()}, profile {engine.profile_path}")
     args.speed, args.grace = _pace_to_engine(args, config, workload, engine)
     console.print(f"grace for the last tasks: {args.grace:.0f} s")

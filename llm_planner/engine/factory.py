@@ -5,6 +5,7 @@ from __future__ import annotations
 from llm_planner.domain.clock import Clock
 from llm_planner.engine.base import Engine
 from llm_planner.engine.profile import load_engine_profile, machine_profile_key, resolve_engine_profile_path
+from llm_planner.engine.watchdog import WatchedEngine
 from llm_planner.settings.config import PlannerConfig
 
 
@@ -47,3 +48,11 @@ def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = No
     profile = load_engine_profile(profile_path) if profile_path else None
     return VllmEngine(model_dir, clock, profile, engine_args, settings.constrained,
                       settings.max_plan_tokens, settings.sampling, profile_path=profile_path, profile_key=key)
+
+
+def make_watched_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = None) -> WatchedEngine:
+    """The real engine for runs that reuse it (`lrtrace compare` / `replay`): a step that does
+    not return within `engine_step_timeout_s` fails the tasks inside, and a new engine takes
+    the hung one's place for the rest of the run and the runs after it."""
+    return WatchedEngine(make_vllm_engine(config, clock, model), config.engine_step_timeout_s,
+                         lambda: make_vllm_engine(config, clock, model))

@@ -4,7 +4,8 @@ The planner handles that as any failed step (planning/planner.py `_restart_engin
 inside fail with the reason, the engine restarts); restarting after a hang replaces the
 engine with a new one from the factory, as a hung call cannot be interrupted in Python: its
 thread and the old engine are left behind (a daemon thread; the old engine's memory is not
-freed while the call hangs). For live planning on the wall clock; simulations do not need it."""
+freed while the call hangs). The live node and the real engine's runs in `lrtrace compare` /
+`replay` use it; simulations with the sim engine do not need it."""
 
 from __future__ import annotations
 
@@ -71,6 +72,8 @@ class WatchedEngine(Engine):
         self._hung = False
 
     def _timed(self, what: str, fn: Callable[[], Any]) -> Any:
+        if self._worker is None:  # closed by a run that shared this engine; the next run goes on
+            self._worker = _Worker()
         try:
             return self._worker.call(fn, self.timeout_s)
         except TimeoutError:
@@ -87,12 +90,16 @@ class WatchedEngine(Engine):
     def close(self) -> None:
         """End the worker thread once its call returns (one left in a hung call stays, as a
         daemon)."""
-        self._worker.close(min(self.timeout_s, 5.0))
+        if self._worker is not None:
+            self._worker.close(min(self.timeout_s, 5.0))
+            self._worker = None
 
     def restart(self) -> None:
         if self._hung:
             log.error("replacing the engine that stopped answering (its thread is left behind)")
+            clock = self.inner.clock
             self.inner = self._replacement()
+            self.inner.reset(clock)  # the run in progress goes on, on its clock
             self._hung = False
         else:
             self.inner.restart()

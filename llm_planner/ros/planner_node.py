@@ -67,8 +67,9 @@ class PlannerNode(Node):
             engine = make_engine(config, self.clock)
         else:
             engine.reset(self.clock)
-        engine = self._engine = WatchedEngine(engine, config.engine_step_timeout_s,
-                                              lambda: make_engine(config, self.clock))
+        if not isinstance(engine, WatchedEngine):  # lrtrace replay shares one watched engine between runs
+            engine = WatchedEngine(engine, config.engine_step_timeout_s, lambda: make_engine(config, self.clock))
+        self._engine = engine
         self._status_pub = self.create_publisher(TaskStatus, STATUS_TOPIC, TOPIC)
         self.hops = HopLog.from_env(node_name)
         self.port = RosRobotPort(fleet, self._post, self.clock, fleet.robot_timeout_s, self.hops)
