@@ -159,6 +159,10 @@ def test_rtlm_prices_plans_by_their_interval_and_offloads_the_huge_ones(trained,
     p = trained.predict("minispec_drone", one)
     assert median == pytest.approx(p.tokens) and high == pytest.approx(p.tokens_high) and median < high
     assert lengths.plan_size("six", 0.0) > 3 * median
+    # a plan that has run past its predicted size is taken to go on as plans that long do
+    assert lengths.plan_size("one", 1.0, generated=int(high) - 1) == high
+    for generated in (int(high) + 1, 3 * int(high), 200):
+        assert generated < lengths.plan_size("one", 1.0, generated) <= generated + 200
     assert trained.training_quantile(0.0) < trained.training_quantile(0.5) < trained.training_quantile(1.0)
     assert lengths.is_huge("six", 0.75) and not lengths.is_huge("one", 0.75)
     assert not lengths.is_huge("one", 0.05)

@@ -114,10 +114,11 @@ def test_late_tasks_are_still_planned(config, tokenizer, traces):
 
 
 def run_planner(config, tokenizer, requests, policy="timely", engine_class=None, then=(), watch_s=None,
-                keep_finished=None):
+                keep_finished=None, each_step=None):
     """The planner with the sim engine (or `engine_class`, a SimEngine) and simulated robots,
     driven by hand until idle; then the requests of `then` are submitted and driven too.
-    `watch_s`: the engine runs under a watchdog with this time limit (a plain SimEngine replaces it)."""
+    `watch_s`: the engine runs under a watchdog with this time limit (a plain SimEngine replaces it).
+    `each_step(planner)` is called after every planner step."""
     from llm_planner.dispatch.robot_port import CallTimeSource, SimRobots
     from llm_planner.domain.clock import VirtualClock
     from llm_planner.engine import SimEngine, load_engine_profile
@@ -145,6 +146,8 @@ def run_planner(config, tokenizer, requests, policy="timely", engine_class=None,
                 if not events:
                     break
                 clock.advance_to(events.next_time())
+            elif each_step is not None:
+                each_step(planner)
     return planner, statuses
 
 
@@ -431,6 +434,25 @@ def test_shrinking_the_batch_speeds_up_an_urgent_first_segment(config, tokenizer
     assert suspended and all("more important" in s.message for s in suspended)
     assert urgent[0].segments[0].dispatched_s < urgent[1].segments[0].dispatched_s
     assert urgent[0].utility > urgent[1].utility
+
+
+def test_rtlm_keeps_a_plan_that_outruns_its_prediction_unfinished(config, tokenizer):
+    """rtlm's consolidation reads what is left of each running plan: a plan that runs past its
+    predicted size is re-predicted (as long as plans that got this far get), not taken to be
+    all but done."""
+    long_plan = "mf(50);tc(90);" * 12  # for a one-call instruction: far beyond its prediction
+    seen = []
+
+    def check(planner):
+        for gen in planner._gens.values():
+            if gen.in_engine and gen.tokens:
+                seen.append((gen.tokens, gen.plan_tokens))
+
+    planner, _ = run_planner(config, tokenizer, [request("long", plan=long_plan)], policy="rtlm", each_step=check)
+    assert planner.records["long"].state == TaskState.SUCCEEDED
+    first_size = seen[0][1]
+    assert seen[-1][0] > 2 * first_size  # the plan did outrun its prediction
+    assert all(size > tokens for tokens, size in seen)
 
 
 def test_rtlm_offloads_plans_predicted_huge_behind_the_others(config, tokenizer, traces):

@@ -64,7 +64,7 @@ class Generation:
     segments: int = 0  # segments generated in all
     segments_exec_s: float = 0.0  # their predicted execution time
     ahead_tokens: list[float] = field(default_factory=list)  # expected tokens of each segment to come
-    plan_tokens: float = math.nan  # rtlm: the plan's predicted (uncertainty-priced) tokens
+    plan_tokens: float = math.nan  # rtlm: the plan's predicted (uncertainty-priced) tokens, redone if outrun
     held: list[Segment] = field(default_factory=list)  # generated, not yet sent to the robot
     text_parts: list[str] = field(default_factory=list)
     deadline_s: float = math.inf  # when the segment being generated is due
@@ -337,6 +337,9 @@ class Planner:
         gen.text_parts.append(out.text)
         gen.seg_tokens += 1
         gen.tokens += 1
+        if gen.tokens >= gen.plan_tokens:  # rtlm's plan ran past its predicted size (nan: not rtlm)
+            gen.plan_tokens = self.segment_lengths.plan_size(gen.task_id, self.config.rtlm.uncertainty_weight,
+                                                             gen.tokens)
         segments = gen.segmenter.feed(out.text) if self.policy.segmented else []
         if out.finished:
             gen.plan_done = True

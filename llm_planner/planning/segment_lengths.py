@@ -28,9 +28,10 @@ class SegmentLengths(Protocol):
 
     def forget(self, task_id: str) -> None: ...
 
-    def plan_size(self, task_id: str, uncertainty_weight: float) -> float | None:
+    def plan_size(self, task_id: str, uncertainty_weight: float, generated: int = 0) -> float | None:
         """The plan's predicted tokens, priced `uncertainty_weight` of the way from the median
-        to the 90% interval's upper end (None without a predictor)."""
+        to the 90% interval's upper end (None without a predictor). Once `generated` tokens
+        have reached that, what plans that got this far are expected to come to."""
 
     def is_huge(self, task_id: str, quantile: float) -> bool:
         """The plan is predicted longer than this quantile of the predictor's training plans."""
@@ -48,7 +49,7 @@ class FixedSegmentLengths:
     def forget(self, task_id: str) -> None:
         pass
 
-    def plan_size(self, task_id: str, uncertainty_weight: float) -> float | None:
+    def plan_size(self, task_id: str, uncertainty_weight: float, generated: int = 0) -> float | None:
         return None
 
     def is_huge(self, task_id: str, quantile: float) -> bool:
@@ -80,12 +81,15 @@ class PredictedSegmentLengths:
     def forget(self, task_id: str) -> None:
         self._predictions.pop(task_id, None)
 
-    def plan_size(self, task_id: str, uncertainty_weight: float) -> float | None:
+    def plan_size(self, task_id: str, uncertainty_weight: float, generated: int = 0) -> float | None:
         prediction = self._predictions.get(task_id)
         if prediction is None:
             return None
         # Log-normal: the weight moves the quantile from the median (0) to the 90% bound (1).
-        return prediction.tokens * (prediction.tokens_high / prediction.tokens) ** uncertainty_weight
+        size = prediction.tokens * (prediction.tokens_high / prediction.tokens) ** uncertainty_weight
+        if generated >= size:  # outrun: not nearly done, but as long as plans this long get
+            size = generated + self.predictor.remaining(prediction, generated, 0).tokens
+        return size
 
     def is_huge(self, task_id: str, quantile: float) -> bool:
         prediction = self._predictions.get(task_id)
