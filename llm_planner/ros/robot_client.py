@@ -37,8 +37,9 @@ class _Pending:
     started_s: float = math.nan
     canceled: bool = False
     # Once it has ended (or should have) without a result: when this side first saw that or
-    # last asked for the result again.
+    # last asked for the result again, and how often it has asked again.
     asked_again_s: float = math.nan
+    asked_again: int = 0
 
 
 class RobotLink(Node):
@@ -218,12 +219,14 @@ class RobotLink(Node):
             if p.handle is not None and (p.handle.status in _ENDED or overdue):
                 # The goal ended (or should have) but its result has not arrived: a service
                 # response or a goal status message can be lost under load or while DDS
-                # discovery is still matching endpoints; ask again while the robot still keeps
-                # the result (a result asked for twice is taken once).
+                # discovery is still matching endpoints. Ask again soon, while the robot still
+                # keeps the result, then once a second: more often would add to a backlog that
+                # is holding the answers up (a result asked for twice is taken once).
                 if math.isnan(p.asked_again_s):
                     p.asked_again_s = now
-                elif now - p.asked_again_s >= RESULT_KEPT_S / 4:
+                elif now - p.asked_again_s >= (1.0 if p.asked_again else RESULT_KEPT_S / 4):
                     p.asked_again_s = now
+                    p.asked_again += 1
                     self._request_result(p)
             reason = None
             if p.handle is None and now - p.sent_s > timeout_s:
