@@ -129,6 +129,31 @@ def test_the_launched_planner_node_takes_its_params_file(tmp_path):
     assert planner.returncode == 0, stderr[-3000:]
 
 
+def test_the_policy_argument_wins_over_a_params_file(tmp_path):
+    """`llm-planner-node --policy edf --ros-args --params-file F` where F says fcfs: edf."""
+    from rclpy.parameter_client import AsyncParameterClient
+
+    from llm_planner.ros.spin import spin_node
+
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"llm_planner": {"ros__parameters": {"policy": "fcfs"}}}))
+    planner = subprocess.Popen(["llm-planner-node", "--policy", "edf", "--ros-args", "--params-file", str(params)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ)
+    if not rclpy.ok():
+        rclpy.init()
+    probe = rclpy.node.Node("policy_probe")
+    spinning = spin_node(probe)
+    try:
+        client = AsyncParameterClient(probe, "/llm_planner")
+        assert client.wait_for_services(timeout_sec=60), "the planner node's parameter services never came"
+        assert _result(client.get_parameters(["policy"])).values[0].string_value == "edf"
+    finally:
+        spinning.shutdown()
+        planner.terminate()
+        _, stderr = planner.communicate(timeout=30)
+    assert planner.returncode == 0, stderr[-3000:]
+
+
 def _result(future, timeout_s: float = 30.0):
     deadline = time.monotonic() + timeout_s
     while not future.done() and time.monotonic() < deadline:

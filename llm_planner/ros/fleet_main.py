@@ -157,11 +157,15 @@ def _parser(description: str) -> argparse.ArgumentParser:
 
 
 def _parse(p: argparse.ArgumentParser, argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
-    """This program's arguments, and the whole command line for rclpy (its --ros-args)."""
+    """This program's arguments, and the whole command line for rclpy (its --ros-args). A
+    `--policy` goes to rclpy last, as a parameter, so that it wins over a params file's."""
     from rclpy.utilities import remove_ros_args
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    return p.parse_args(remove_ros_args([sys.argv[0], *argv])[1:]), argv
+    args = p.parse_args(remove_ros_args([sys.argv[0], *argv])[1:])
+    if getattr(args, "policy", None):
+        argv += ["--ros-args", "-p", f"policy:={args.policy}"]
+    return args, argv
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def planner_main(argv: list[str] | None = None) -> int:
     p = _parser("Start the planner node alone (robots run elsewhere).")
-    p.add_argument("--policy", help="override the config's policy (a params file's policy overrides this)")
+    p.add_argument("--policy", help="override the config's policy (and a params file's)")
     p.add_argument("--traces", action="append", help="trace sets with recorded plans for the sim engine")
     args, argv = _parse(p, argv)
     try:
