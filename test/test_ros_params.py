@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 import pytest
 import yaml
@@ -94,9 +95,6 @@ def test_the_launched_planner_node_takes_its_params_file(tmp_path):
     """As fleet.launch.py starts it: the params file, then the policy argument over it; the
     parameters are visible and read-only over ROS 2; a bad file stops the node with the name."""
     from rclpy.parameter import Parameter
-    from rclpy.parameter_client import AsyncParameterClient
-
-    from llm_planner.ros.spin import spin_node
 
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({"llm_planner": {"ros__parameters": {"policy": "fcfs",
@@ -107,7 +105,32 @@ def test_the_launched_planner_node_takes_its_params_file(tmp_path):
                              text=True, timeout=60, env=os.environ)
     assert refused.returncode == 2 and "features.hold: must be a boolean" in refused.stderr, refused.stderr
 
-    command = node_specs(None, None, policy="edf", params_file=str(params))[-1].command()
+    with _launched_planner(node_specs(None, None, policy="edf", params_file=str(params))[-1].command()) as client:
+        got = _result(client.get_parameters(["policy", "batch.max_batch_size", "urgency.urgent.ert_s"]))
+        assert [v.string_value or v.integer_value or v.double_value for v in got.values] == ["edf", 5, 0.2]
+        described = _result(client.describe_parameters(["batch.max_batch_size"])).descriptors[0]
+        assert described.read_only and described.integer_range[0].from_value == 1 and described.description
+        change = _result(client.set_parameters([Parameter("policy", value="vllm")])).results[0]
+        assert not change.successful
+
+
+def test_the_policy_argument_wins_over_a_params_file(tmp_path):
+    """`llm-planner-node --policy edf --ros-args --params-file F` where F says fcfs: edf."""
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"llm_planner": {"ros__parameters": {"policy": "fcfs"}}}))
+    command = ["llm-planner-node", "--policy", "edf", "--ros-args", "--params-file", str(params)]
+    with _launched_planner(command) as client:
+        assert _result(client.get_parameters(["policy"])).values[0].string_value == "edf"
+
+
+@contextmanager
+def _launched_planner(command: list[str]):
+    """The planner node started with `command`, and a client of its parameter services; it
+    must stop cleanly at the end."""
+    from rclpy.parameter_client import AsyncParameterClient
+
+    from llm_planner.ros.spin import spin_node
+
     planner = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ)
     if not rclpy.ok():
         rclpy.init()
@@ -116,37 +139,7 @@ def test_the_launched_planner_node_takes_its_params_file(tmp_path):
     try:
         client = AsyncParameterClient(probe, "/llm_planner")
         assert client.wait_for_services(timeout_sec=60), "the planner node's parameter services never came"
-        got = _result(client.get_parameters(["policy", "batch.max_batch_size", "urgency.urgent.ert_s"]))
-        assert [v.string_value or v.integer_value or v.double_value for v in got.values] == ["edf", 5, 0.2]
-        described = _result(client.describe_parameters(["batch.max_batch_size"])).descriptors[0]
-        assert described.read_only and described.integer_range[0].from_value == 1 and described.description
-        change = _result(client.set_parameters([Parameter("policy", value="vllm")])).results[0]
-        assert not change.successful
-    finally:
-        spinning.shutdown()
-        planner.terminate()
-        _, stderr = planner.communicate(timeout=30)
-    assert planner.returncode == 0, stderr[-3000:]
-
-
-def test_the_policy_argument_wins_over_a_params_file(tmp_path):
-    """`llm-planner-node --policy edf --ros-args --params-file F` where F says fcfs: edf."""
-    from rclpy.parameter_client import AsyncParameterClient
-
-    from llm_planner.ros.spin import spin_node
-
-    params = tmp_path / "params.yaml"
-    params.write_text(yaml.safe_dump({"llm_planner": {"ros__parameters": {"policy": "fcfs"}}}))
-    planner = subprocess.Popen(["llm-planner-node", "--policy", "edf", "--ros-args", "--params-file", str(params)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ)
-    if not rclpy.ok():
-        rclpy.init()
-    probe = rclpy.node.Node("policy_probe")
-    spinning = spin_node(probe)
-    try:
-        client = AsyncParameterClient(probe, "/llm_planner")
-        assert client.wait_for_services(timeout_sec=60), "the planner node's parameter services never came"
-        assert _result(client.get_parameters(["policy"])).values[0].string_value == "edf"
+        yield client
     finally:
         spinning.shutdown()
         planner.terminate()
