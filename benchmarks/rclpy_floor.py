@@ -25,8 +25,9 @@ from llm_planner_interfaces.action import ExecuteSegment
 from rclpy.action import ActionClient, ActionServer, GoalResponse
 from rclpy.node import Node
 
-from llm_planner.ros.qos import ACTION_CLIENT, ACTION_SERVER, RESULT_KEPT_S
+from llm_planner.ros.qos import ACTION_CLIENT, ACTION_SERVER
 from llm_planner.ros.spin import Spinning
+from llm_planner.settings.fleet import RESULT_KEPT_S
 
 ACTION = "/floor/execute_segment"
 GAP_S = 0.05

@@ -284,13 +284,13 @@ def test_a_lost_result_is_asked_for_again_while_the_robot_keeps_it(fleet):
 
 
 def test_a_result_the_robot_no_longer_keeps_fails_the_task_with_why(fleet):
-    from llm_planner.ros.qos import RESULT_KEPT_S
-
     c = fleet.client
+    kept_s = fleet.fleet.planner_node.port.result_kept_s
+    assert fleet.fleet.robot("drone2").result_kept_s == kept_s  # both sides read the fleet file's
     first_ask: dict[int, float] = {}
 
     def until_long_after_the_end(entry, now):  # the segment itself ends within ~0.2 s
-        return now - first_ask.setdefault(entry.index, now) < 1.5 * RESULT_KEPT_S
+        return now - first_ask.setdefault(entry.index, now) < 1.5 * kept_s
 
     _losing_results(fleet, "drone2", "lost-for-good", until_long_after_the_end)
     try:

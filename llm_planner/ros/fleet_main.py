@@ -64,7 +64,7 @@ def make_robot_servers(config: PlannerConfig, fleet: FleetConfig, only: list[str
             continue
         rt = config.robot_type(robot.type)
         backend = make_backend(robot.backend, load_exec_model(rt.exec_model), robot.options)
-        servers.append(RobotServer(robot, load_skill_set(rt.skill_set), backend))
+        servers.append(RobotServer(robot, load_skill_set(rt.skill_set), backend, result_kept_s=fleet.result_kept_s))
     return servers
 
 

@@ -16,12 +16,5 @@ TOPIC = QoSProfile(depth=5000, history=HistoryPolicy.KEEP_LAST, reliability=Reli
 
 ACTION_CLIENT = dict(goal_service_qos_profile=SERVICE, result_service_qos_profile=SERVICE,
                      cancel_service_qos_profile=SERVICE, feedback_sub_qos_profile=FEEDBACK)
-# How long a robot's action server keeps an ended goal (and its result). Every goal the server
-# keeps is in each goal status message, which the planner's action client turns into Python
-# objects one by one: with one robot taking 60 goals a second, 5 s of ended goals made each
-# transport hop several milliseconds slower. The planner asks for the result as the goal is
-# accepted and, if that answer is lost, again well within this time (robot_client.py).
-RESULT_KEPT_S = 1.0
-
 ACTION_SERVER = dict(goal_service_qos_profile=SERVICE, result_service_qos_profile=SERVICE,
                      cancel_service_qos_profile=SERVICE, feedback_pub_qos_profile=FEEDBACK)

@@ -20,7 +20,7 @@ from llm_planner.domain.clock import WallClock
 from llm_planner.domain.tasks import DispatchedSegment
 from llm_planner.planning.planner import Planner
 from llm_planner.ros.hops import HopLog
-from llm_planner.ros.qos import ACTION_CLIENT, RESULT_KEPT_S
+from llm_planner.ros.qos import ACTION_CLIENT
 from llm_planner.settings.fleet import FleetConfig
 
 HANDOFF_S = 0.0005  # the planner thread's pause after queueing work for a link's executor
@@ -182,7 +182,7 @@ class RobotLink(Node):
         ok = result.success and response.status == GoalStatus.STATUS_SUCCEEDED
         if response.status == GoalStatus.STATUS_UNKNOWN:  # the robot no longer knows the goal
             message = (f"its result was lost and the robot no longer has it (a robot keeps a result "
-                       f"{RESULT_KEPT_S:g} s after the segment ends)")
+                       f"{self.port.result_kept_s:g} s after the segment ends: fleet result_kept_s)")
         else:
             message = result.message or ("" if ok else f"goal ended with status {response.status}")
         times = list(result.call_times_s)
@@ -224,7 +224,7 @@ class RobotLink(Node):
                 # is holding the answers up (a result asked for twice is taken once).
                 if math.isnan(p.asked_again_s):
                     p.asked_again_s = now
-                elif now - p.asked_again_s >= (1.0 if p.asked_again else RESULT_KEPT_S / 4):
+                elif now - p.asked_again_s >= (1.0 if p.asked_again else self.port.result_kept_s / 4):
                     p.asked_again_s = now
                     p.asked_again += 1
                     self._request_result(p)
@@ -252,6 +252,7 @@ class RosRobotPort:
         self.post = driver_post
         self.clock = clock
         self.timeout_s = timeout_s
+        self.result_kept_s = fleet.result_kept_s  # how long the robots keep an ended goal's result
         self.hops = hops or HopLog(None)
         self.planner: Planner | None = None
         self.links = {r.id: RobotLink(r.id, self) for r in fleet.robots}

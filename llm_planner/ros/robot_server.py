@@ -40,8 +40,8 @@ from llm_planner.dispatch.robot_port import TASK_HOLD_S
 from llm_planner.domain.calls import SkillCall
 from llm_planner.robots.backends import SkillBackend
 from llm_planner.ros.hops import HopLog
-from llm_planner.ros.qos import ACTION_SERVER, RESULT_KEPT_S
-from llm_planner.settings.fleet import RobotConfig
+from llm_planner.ros.qos import ACTION_SERVER
+from llm_planner.settings.fleet import RESULT_KEPT_S, RobotConfig
 
 
 @dataclass
@@ -72,7 +72,7 @@ class _Ran:
 
 class RobotServer(Node):
     def __init__(self, robot: RobotConfig, skill_set: SkillSet, backend: SkillBackend,
-                 task_hold_s: float = TASK_HOLD_S) -> None:
+                 task_hold_s: float = TASK_HOLD_S, result_kept_s: float = RESULT_KEPT_S) -> None:
         # No parameter services (it has no parameters): with fifty robot processes their
         # endpoints would multiply the work of DDS discovery.
         super().__init__(f"{robot.id}_server", start_parameter_services=False)
@@ -80,6 +80,7 @@ class RobotServer(Node):
         self.skill_set = skill_set
         self.backend = backend
         self.task_hold_s = task_hold_s
+        self.result_kept_s = result_kept_s
         self.executed: deque[tuple[str, int]] = deque(maxlen=10_000)  # the latest (task, segment), in order
         self.handovers = 0  # segments that were waiting when the previous one of their plan ended
         self.hops = HopLog.from_env(self.get_name())
@@ -96,7 +97,7 @@ class RobotServer(Node):
             self, ExecuteSegment, f"/{robot.id}/execute_segment",
             execute_callback=self._until_done, goal_callback=self._on_goal, cancel_callback=self._on_cancel,
             handle_accepted_callback=self._on_accepted,
-            result_timeout=RESULT_KEPT_S, **ACTION_SERVER)
+            result_timeout=result_kept_s, **ACTION_SERVER)
         self._reports: queue.SimpleQueue = queue.SimpleQueue()
         self._reporter = threading.Thread(target=self._report_loop, name=f"{robot.id}-reports", daemon=True)
         self._reporter.start()

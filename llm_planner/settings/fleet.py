@@ -12,6 +12,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from llm_planner.settings.config import ConfigError
 from llm_planner.settings.paths import data_path
 
+# How long a robot's action server keeps an ended goal and its result. Every goal a server
+# keeps is in each of its goal status messages, which the planner's action clients turn into
+# Python objects one by one: with one robot taking 50 goals a second, 5 s of ended goals made
+# each ROS hop several milliseconds slower. The planner asks for a result as the goal is
+# accepted (and again if that answer is lost), so the robot need not keep it long; a planner
+# whose robot links lag by more than a segment's time plus this loses the result (FAILED).
+RESULT_KEPT_S = 1.0
+
 # ROS 2 names: the robot id becomes a namespace (`/<id>/execute_segment`).
 _ROBOT_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -39,6 +47,7 @@ class FleetConfig(BaseModel):
     # A dispatched segment that gets no result within this long (plus its estimated worst-case
     # execution time) fails its task.
     robot_timeout_s: float = Field(default=10.0, gt=0)
+    result_kept_s: float = Field(default=RESULT_KEPT_S, gt=0)  # see RESULT_KEPT_S
 
     @model_validator(mode="after")
     def _unique(self) -> FleetConfig:
