@@ -119,7 +119,6 @@ class Planner:
         self._finished: deque[str] = deque()
         self.segment_lengths = make_segment_lengths(config, policy.predicted_lengths,
                                                     required=policy.uncertainty_aware)
-        # (robot type, skill, numeric argument, seconds) of every executed call, for refits
         # (robot type, skill, argument, seconds) of the latest calls, for refitting exec models
         self.exec_samples: deque[tuple[str, str, float | None, float]] = deque(maxlen=EXEC_SAMPLES_KEPT)
         self._gens: dict[str, Generation] = {}

@@ -222,14 +222,18 @@ class RobotServer(Node):
     def _run_calls(self, job: _Job) -> _Ran:
         goal = job.goal_handle.request
         self.executed.append((goal.task_id, goal.segment_index))
+        times: list[float] = []
+        starts: list[float] = []
+
+        def failed(message: str) -> _Ran:
+            return _Ran(job, ExecuteSegment.Result(success=False, message=message, call_times_s=times), starts,
+                        time.monotonic())
+
         try:
             calls = self._calls(goal)
         except ValueError as exc:
             self._begin(job, None)
-            return _Ran(job, ExecuteSegment.Result(success=False, message=str(exc), call_times_s=[]), [],
-                        time.monotonic())
-        times: list[float] = []
-        starts: list[float] = []
+            return failed(str(exc))
         self.hops.mark(goal.task_id, goal.segment_index, "started")
         if not calls:
             self._begin(job, None)
@@ -244,11 +248,9 @@ class RobotServer(Node):
             outcome = self.backend.execute(call, job.cancel, goal.task_id)
             times.append(outcome.seconds)
             if job.cancel.is_set():
-                return _Ran(job, ExecuteSegment.Result(success=False, message=f"canceled during {call.text}",
-                                                       call_times_s=times), starts, time.monotonic())
+                return failed(f"canceled during {call.text}")
             if not outcome.success:
-                return _Ran(job, ExecuteSegment.Result(success=False, message=outcome.message, call_times_s=times),
-                            starts, time.monotonic())
+                return failed(outcome.message)
         # The robot's time on each call runs from its start to the next call's start (the last:
         # to the segment's end, or to the plan's next segment's first call, see _work), its own
         # bookkeeping between calls included: the planner chains a segment's units from its first
