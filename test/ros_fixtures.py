@@ -17,7 +17,7 @@ from llm_planner.ros.fleet_main import Fleet  # noqa: E402
 from llm_planner.ros.spin import spin_node  # noqa: E402
 from llm_planner.ros.task_client import TaskClient  # noqa: E402
 from llm_planner.settings.config import load_planner_config  # noqa: E402
-from llm_planner.settings.fleet import FleetConfig, RobotConfig  # noqa: E402
+from llm_planner.settings.fleet import RESULT_KEPT_S, FleetConfig, RobotConfig  # noqa: E402
 from llm_planner.settings.paths import data_path  # noqa: E402
 
 TRACES = load_traces(data_path("config", "traces", "timely_tasks.yaml")).by_id()
@@ -41,11 +41,12 @@ class Running:
         self.fleet.shutdown()
 
 
-def start_fleet(robots: list[RobotConfig], robot_timeout_s: float = 10.0, **config_overrides) -> Running:
+def start_fleet(robots: list[RobotConfig], robot_timeout_s: float = 10.0, result_kept_s: float = RESULT_KEPT_S,
+                **config_overrides) -> Running:
     if not rclpy.ok():
         rclpy.init()
     config = load_planner_config()
     batch = config.batch.model_copy(update=config_overrides.pop("batch", {}))
     config = config.model_copy(update={"batch": batch, **config_overrides})
-    fleet = FleetConfig(robots=robots, robot_timeout_s=robot_timeout_s)
+    fleet = FleetConfig(robots=robots, robot_timeout_s=robot_timeout_s, result_kept_s=result_kept_s)
     return Running(Fleet(config, fleet).start(), TaskClient())

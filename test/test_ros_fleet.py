@@ -33,7 +33,7 @@ def fleet():
         RobotConfig(id="stuck", type="tello", options=dict(FAST, stall_on=r"^md\(")),
         RobotConfig(id="leaving", type="tello", options={"time_scale": 1.0}),
     ]
-    running = start_fleet(robots, robot_timeout_s=1.0, engine_step_timeout_s=3.0)
+    running = start_fleet(robots, robot_timeout_s=1.0, result_kept_s=1.0, engine_step_timeout_s=3.0)
     yield running
     running.stop()
 
@@ -261,6 +261,70 @@ def _losing_results(fleet, robot_id: str, task_id: str, lost) -> None:
             ask(link, entry)
 
     link._request_result = request_result
+
+
+def test_a_link_keeps_no_futures_of_goals_that_have_ended(fleet):
+    """rclpy 9.1's send_goal_async leaves a future behind for every goal (ros2/rclpy#1532), and
+    its executor walks all of a client's futures whenever the client has data: a link then
+    grew and slowed with every goal it had sent."""
+    c = fleet.client
+    client = fleet.fleet.planner_node.port.links["drone1"].client
+    ids = [f"no-leak-{i}" for i in range(4)]
+    for task_id in ids:
+        c.publish(task_id, "drone1", instruction(1))
+    assert c.wait_terminal(ids, timeout=30)
+    assert all(c.terminal(t).state == c.terminal(t).SUCCEEDED for t in ids)
+    assert wait_until(lambda: not client._futures, 5), f"{len(client._futures)} futures left"
+
+
+def test_an_ended_goal_leaves_the_status_list_but_its_result_is_still_answered(fleet):
+    """Each goal status message lists every goal the server still has, and clients pay per entry:
+    an ended goal leaves the list after GOAL_LISTED_S, but the robot answers for its result
+    for the fleet's result_kept_s (a late or repeated request gets the same result)."""
+    from action_msgs.msg import GoalStatus, GoalStatusArray
+    from llm_planner_interfaces.action import ExecuteSegment
+    from rclpy.action import ActionClient
+    from rclpy.qos import qos_profile_action_status_default
+
+    from llm_planner.ros.robot_server import GOAL_LISTED_S
+
+    node = fleet.client
+    kept_s = fleet.fleet.robot("drone2").result_kept_s
+    assert kept_s > 5 * GOAL_LISTED_S
+    client = ActionClient(node, ExecuteSegment, "/drone2/execute_segment")
+    listed: list[set[bytes]] = []
+
+    def on_status(msg) -> None:
+        listed.append({bytes(s.goal_info.goal_id.uuid) for s in msg.status_list})
+
+    status = node.create_subscription(GoalStatusArray, "/drone2/execute_segment/_action/status", on_status,
+                                      qos_profile_action_status_default)
+    try:
+        assert client.wait_for_server(timeout_sec=10)
+        sent = client.send_goal_async(ExecuteSegment.Goal(task_id="late-ask", segment_index=0, text="tc(30);",
+                                                          calls=["tc(30)"], last=True))
+        assert wait_until(sent.done, 10) and sent.result().accepted
+        handle = sent.result()
+        goal_id = bytes(handle.goal_id.uuid)
+        first = handle.get_result_async()
+        assert wait_until(first.done, 10) and first.result().status == GoalStatus.STATUS_SUCCEEDED
+        assert wait_until(lambda: any(goal_id in ids for ids in listed), 5)  # it was listed
+        time.sleep(3 * GOAL_LISTED_S)
+        # the next status message (sent on the next goal's state change) no longer lists it
+        other = client.send_goal_async(ExecuteSegment.Goal(task_id="late-ask-2", segment_index=0, text="tc(30);",
+                                                           calls=["tc(30)"], last=True))
+        assert wait_until(other.done, 10) and other.result().accepted
+        other_id = bytes(other.result().goal_id.uuid)
+        assert wait_until(lambda: other_id in listed[-1], 5)
+        assert goal_id not in listed[-1]
+        late = handle.get_result_async()  # asked again after it left the list
+        assert wait_until(late.done, 10)
+        assert late.result().status == GoalStatus.STATUS_SUCCEEDED
+        assert late.result().result.success
+        assert list(late.result().result.call_times_s) == list(first.result().result.call_times_s)
+    finally:
+        node.destroy_subscription(status)
+        client.destroy()
 
 
 def test_a_lost_result_is_asked_for_again_while_the_robot_keeps_it(fleet):

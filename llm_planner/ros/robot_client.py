@@ -23,8 +23,22 @@ from llm_planner.ros.hops import HopLog
 from llm_planner.ros.qos import ACTION_CLIENT
 from llm_planner.settings.fleet import FleetConfig
 
+REASK_FIRST_S = 0.25  # after seeing a goal end without its result, before asking again
 HANDOFF_S = 0.0005  # the planner thread's pause after queueing work for a link's executor
 _ENDED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_CANCELED, GoalStatus.STATUS_ABORTED)
+
+
+def send_goal(client: ActionClient, goal, **kwargs):
+    """`client.send_goal_async(goal)` without rclpy 9.1's leak: it registers two futures with
+    the client for each goal and completes only the one it returns (ros2/rclpy#1532, fixed
+    upstream after 9.1), so the other stayed for good, and rclpy's executor walks every one of
+    them each time the client has data: the link got slower with every goal it had sent."""
+    future = client.send_goal_async(goal, **kwargs)
+    requested = {id(f) for requests in (client._pending_goal_requests, client._pending_result_requests,
+                                        client._pending_cancel_requests) for f in requests.values()}
+    for orphan in [f for f in client._futures if id(f) not in requested and not f.done()]:
+        client.remove_future(orphan)
+    return future
 
 
 @dataclass
@@ -104,7 +118,7 @@ class RobotLink(Node):
                 return
             entry.sent_s = port.clock.now()
             port.hops.mark(task_id, segment.index, "sent")
-            future = self.client.send_goal_async(goal, feedback_callback=lambda fb: self._on_feedback(entry, fb))
+            future = send_goal(self.client, goal, feedback_callback=lambda fb: self._on_feedback(entry, fb))
             future.add_done_callback(lambda f: self._on_goal_response(entry, f))
 
         self.in_executor(send)
@@ -134,7 +148,7 @@ class RobotLink(Node):
 
         def send() -> None:
             if self.client.server_is_ready():
-                future = self.client.send_goal_async(ExecuteSegment.Goal(task_id="", text=""))
+                future = send_goal(self.client, ExecuteSegment.Goal(task_id="", text=""))
                 future.add_done_callback(lambda f: replied.set())
 
         deadline = time.monotonic() + timeout_s
@@ -224,7 +238,8 @@ class RobotLink(Node):
                 # is holding the answers up (a result asked for twice is taken once).
                 if math.isnan(p.asked_again_s):
                     p.asked_again_s = now
-                elif now - p.asked_again_s >= (1.0 if p.asked_again else self.port.result_kept_s / 4):
+                elif now - p.asked_again_s >= (1.0 if p.asked_again
+                                               else min(REASK_FIRST_S, self.port.result_kept_s / 4)):
                     p.asked_again_s = now
                     p.asked_again += 1
                     self._request_result(p)

@@ -12,13 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from llm_planner.settings.config import ConfigError
 from llm_planner.settings.paths import data_path
 
-# How long a robot's action server keeps an ended goal and its result. Every goal a server
-# keeps is in each of its goal status messages, which the planner's action clients turn into
-# Python objects one by one: with one robot taking 50 goals a second, 5 s of ended goals made
-# each ROS hop several milliseconds slower. The planner asks for a result as the goal is
-# accepted (and again if that answer is lost), so the robot need not keep it long; a planner
-# whose robot links lag by more than a segment's time plus this loses the result (FAILED).
-RESULT_KEPT_S = 1.0
+# How long a robot answers for an ended segment's result. The planner asks for a result as
+# the goal is accepted, so it normally has it at once; this covers an answer lost and asked
+# again, or planner links that lag. A robot keeps results in its own memory (a few hundred
+# bytes each), not in its action server's goal list, whose size every goal status message
+# pays for (ros/robot_server.py). A planner whose links lag by more than a segment's time
+# plus this loses the result (the task fails and says so).
+RESULT_KEPT_S = 10.0
 
 # ROS 2 names: the robot id becomes a namespace (`/<id>/execute_segment`).
 _ROBOT_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
