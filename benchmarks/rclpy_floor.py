@@ -2,6 +2,8 @@
 rclpy action client and a bare rclpy action server that accepts every goal and succeeds at
 once, each node spinning in a SingleThreadedExecutor on its own thread (as llm_planner's nodes
 do), nothing else running. Goals go one at a time, one every 50 ms, like the probes there.
+The client drops the goal future rclpy 9.1 leaks (as the planner's links do), and the server
+lists an ended goal as long as a robot's does.
 
 Hops, p50 / p99 ms: goal request (sent → server's accepted callback), goal response (→ the
 client's response callback), result (server's end → the client's result callback). With
@@ -26,8 +28,9 @@ from rclpy.action import ActionClient, ActionServer, GoalResponse
 from rclpy.node import Node
 
 from llm_planner.ros.qos import ACTION_CLIENT, ACTION_SERVER
+from llm_planner.ros.robot_client import send_goal
+from llm_planner.ros.robot_server import GOAL_LISTED_S
 from llm_planner.ros.spin import Spinning
-from llm_planner.settings.fleet import RESULT_KEPT_S
 
 ACTION = "/floor/execute_segment"
 GAP_S = 0.05
@@ -43,7 +46,7 @@ class FloorServer(Node):
         self._server = ActionServer(self, ExecuteSegment, ACTION, execute_callback=self._execute,
                                     goal_callback=lambda goal: GoalResponse.ACCEPT,
                                     handle_accepted_callback=self._on_accepted,
-                                    result_timeout=RESULT_KEPT_S, **ACTION_SERVER)
+                                    result_timeout=GOAL_LISTED_S, **ACTION_SERVER)
 
     def _on_accepted(self, goal_handle) -> None:
         self.accepted[goal_handle.request.segment_index] = time.monotonic()
@@ -68,7 +71,7 @@ class FloorClient(Node):
     def send(self, index: int) -> None:
         goal = ExecuteSegment.Goal(task_id="floor", segment_index=index, text="tc(30);", calls=["tc(30)"], last=True)
         self.sent[index] = time.monotonic()
-        self.client.send_goal_async(goal).add_done_callback(lambda f: self._on_response(index, f))
+        send_goal(self.client, goal).add_done_callback(lambda f: self._on_response(index, f))
 
     def _on_response(self, index: int, future) -> None:
         self.responded[index] = time.monotonic()

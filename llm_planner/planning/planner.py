@@ -50,7 +50,7 @@ STEP_WEIGHT = 0.1  # of each iteration in the running mean of the engine's itera
 _TYPICAL_CONTEXT_TOKENS = 1000
 
 
-@dataclass
+@dataclass(eq=False)  # one task's generation: equal only to itself (a field-by-field compare cost ms per batch)
 class Generation:
     record: TaskRecord
     skill_set: SkillSet

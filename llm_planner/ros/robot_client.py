@@ -24,7 +24,10 @@ from llm_planner.ros.qos import ACTION_CLIENT
 from llm_planner.settings.fleet import FleetConfig
 
 REASK_FIRST_S = 0.25  # after seeing a goal end without its result, before asking again
-HANDOFF_S = 0.0005  # the planner thread's pause after queueing work for a link's executor
+# A robot heard from this recently counts as present without asking discovery: the question
+# (`server_is_ready()`) holds the GIL ~0.1 ms with fifty robots, and was asked for every goal
+# and, for every busy link, five times a second.
+PRESENT_S = 0.5
 _ENDED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_CANCELED, GoalStatus.STATUS_ABORTED)
 
 
@@ -32,7 +35,9 @@ def send_goal(client: ActionClient, goal, **kwargs):
     """`client.send_goal_async(goal)` without rclpy 9.1's leak: it registers two futures with
     the client for each goal and completes only the one it returns (ros2/rclpy#1532, fixed
     upstream after 9.1), so the other stayed for good, and rclpy's executor walks every one of
-    them each time the client has data: the link got slower with every goal it had sent."""
+    them each time the client has data: the link got slower with every goal it had sent. (The
+    second registration happens outside the client's lock, so a response the executor thread
+    takes in between is lost: call this in the client's executor thread.)"""
     future = client.send_goal_async(goal, **kwargs)
     requested = {id(f) for requests in (client._pending_goal_requests, client._pending_result_requests,
                                         client._pending_cancel_requests) for f in requests.values()}
@@ -67,8 +72,9 @@ class RobotLink(Node):
 
     Goal, cancel and result requests go out from this node's executor thread, where their
     responses arrive (sending goals straight from the planner's thread lost a goal response
-    now and then in the 500-task burst test): the planner thread queues sends and cancels,
-    and a guard condition runs them here."""
+    now and then in the 500-task burst test: rclpy 9.1's send_goal_async races its executor,
+    see `send_goal`): the planner thread queues sends and cancels, and a guard condition runs
+    them here."""
 
     def __init__(self, robot_id: str, port: RosRobotPort) -> None:
         # A helper of the planner node: no parameter services or rosout of its own (with fifty
@@ -82,6 +88,7 @@ class RobotLink(Node):
         self._pending: dict[tuple[str, int], _Pending] = {}
         self._lock = threading.Lock()
         self._gone_since: float | None = None
+        self._heard_s = -math.inf  # when this link last heard from the robot (its executor thread)
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()
         self._wake = self.create_guard_condition(self._drain_outbox)
 
@@ -103,28 +110,26 @@ class RobotLink(Node):
             fn()
 
     def dispatch(self, task_id: str, segment: DispatchedSegment, worst_s: float) -> None:
-        port = self.port
-        entry = _Pending(task_id, segment.index, worst_s, port.clock.now())
+        """Called in the planner thread, which goes on at once; the goal goes out from this
+        node's executor thread as soon as that thread gets the GIL. (The planner used to pause
+        0.5 ms to hand it the GIL, and then waited ~3 ms to win it back: README "ROS path".)"""
+        entry = _Pending(task_id, segment.index, worst_s, self.port.clock.now())
         with self._lock:
             self._pending[(task_id, segment.index)] = entry
         goal = ExecuteSegment.Goal(task_id=task_id, segment_index=segment.index, text=segment.text,
                                    calls=segment.call_texts, last=segment.last)
 
         def send() -> None:
-            # Asked here, not in the planner thread: it costs the planner ~0.4 ms per dispatch.
-            if not self.client.server_is_ready():
+            if not self._server_present():
                 self._finish(entry, False, [], f"robot {self.robot_id}: no action server "
                                                f"/{self.robot_id}/execute_segment")
                 return
-            entry.sent_s = port.clock.now()
-            port.hops.mark(task_id, segment.index, "sent")
+            entry.sent_s = self.port.clock.now()
+            self.port.hops.mark(task_id, segment.index, "sent")
             future = send_goal(self.client, goal, feedback_callback=lambda fb: self._on_feedback(entry, fb))
             future.add_done_callback(lambda f: self._on_goal_response(entry, f))
 
         self.in_executor(send)
-        # Give the executor thread the GIL now: otherwise the planner thread, busy with the
-        # engine, keeps it for up to the interpreter's 5 ms switch interval before the goal goes.
-        time.sleep(HANDOFF_S)
 
     def cancel(self, task_id: str) -> None:
         with self._lock:
@@ -159,8 +164,19 @@ class RobotLink(Node):
         return False
 
     # this node's executor
+    def _server_present(self) -> bool:
+        """Whether the robot's action server is there: heard from within PRESENT_S, or else
+        seen by discovery."""
+        if time.monotonic() - self._heard_s < PRESENT_S:
+            return True
+        if self.client.server_is_ready():
+            self._heard_s = time.monotonic()
+            return True
+        return False
+
     def _on_goal_response(self, entry: _Pending, future) -> None:
         self.port.hops.mark(entry.task_id, entry.index, "acknowledged")
+        self._heard_s = time.monotonic()
         handle = future.result()
         if not handle.accepted:
             self._finish(entry, False, [], f"robot {self.robot_id} rejected segment {entry.index}")
@@ -175,6 +191,7 @@ class RobotLink(Node):
         entry.handle.get_result_async().add_done_callback(lambda f: self._on_result(entry, f))
 
     def _on_feedback(self, entry: _Pending, feedback_msg) -> None:
+        self._heard_s = time.monotonic()
         if feedback_msg.feedback.call_index == 0 and math.isnan(entry.started_s):
             self.port.hops.mark(entry.task_id, entry.index, "reported")
             t = entry.started_s = self._when(feedback_msg.feedback.stamp)
@@ -191,6 +208,7 @@ class RobotLink(Node):
 
     def _on_result(self, entry: _Pending, future) -> None:
         self.port.hops.mark(entry.task_id, entry.index, "result")
+        self._heard_s = time.monotonic()
         response = future.result()
         result = response.result
         ok = result.success and response.status == GoalStatus.STATUS_SUCCEEDED
@@ -223,7 +241,7 @@ class RobotLink(Node):
         if not pending:
             self._gone_since = None
             return
-        if self.client.server_is_ready():
+        if self._server_present():
             self._gone_since = None
         elif self._gone_since is None:
             self._gone_since = now
