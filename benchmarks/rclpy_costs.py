@@ -60,7 +60,8 @@ def main() -> None:
     rclpy.init()
     print(f"executor turn (spin_once, one action client, a guard condition): {spin_once_cost() * 1e6:.0f} µs CPU")
     for robots in (1, 50):
-        print(f"server_is_ready() with {robots} robot(s) in the process: {server_is_ready_cost(robots) * 1e6:.0f} µs CPU")
+        cost = server_is_ready_cost(robots)
+        print(f"server_is_ready() with {robots} robot(s) in the process: {cost * 1e6:.0f} µs CPU")
     uuid = np.arange(16, dtype=np.uint8)
     per = timeit.timeit(lambda: "Goal with ID {0}".format(uuid), number=N) / N
     print(f"formatting a goal's UUID for a debug message: {per * 1e6:.0f} µs")
