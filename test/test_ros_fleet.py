@@ -392,3 +392,29 @@ def test_an_engine_that_stops_answering_fails_its_tasks_and_the_node_goes_on(fle
         assert node.planner.engine.inner is not hung
     finally:
         never.set()
+
+
+def test_a_failing_callback_does_not_stop_its_nodes_executor(fleet):
+    """rclpy raises a callback's exception out of spin_once; the node's loop logs it and goes
+    on, so one bad callback does not leave a robot or a link deaf for good."""
+    import rclpy
+
+    from llm_planner.ros.spin import spin_node
+
+    node = rclpy.create_node("failing_callback_probe", start_parameter_services=False, enable_rosout=False)
+    calls = []
+
+    def fails_once() -> None:
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            raise RuntimeError("a callback failed on purpose")
+
+    guard = node.create_guard_condition(fails_once)
+    spinning = spin_node(node)
+    try:
+        guard.trigger()
+        assert wait_until(lambda: len(calls) == 1, 5)
+        guard.trigger()
+        assert wait_until(lambda: len(calls) == 2, 5)
+    finally:
+        spinning.shutdown()

@@ -11,8 +11,9 @@ The robot's own thread runs the segments, not the executor: it picks the next ac
 goal, runs its calls (publishing each call's feedback as it starts) and goes straight on to
 the next segment of the plan. The goal's state changes (executing, its end) go through a
 reporter thread in order, so the robot does not stand still between two segments while they
-are published. The goal's execute callback only awaits that end, so a moving robot holds
-no executor thread and the node's executor stays free for goal, cancel and result requests.
+are published; at the end it also sends the result. The goal's execute callback only awaits
+that end (and gives the goal its final state), so a moving robot holds no executor thread and
+the node's executor stays free for goal, cancel and result requests.
 
 A call's time runs from its start to the next call's start, across segments too: when the
 plan's next segment is already waiting as one ends, the robot goes on to it and the end of the
@@ -52,7 +53,7 @@ class _Job:
     ticket: int
     goal_handle: object
     cancel: threading.Event = field(default_factory=threading.Event)
-    done: Future = field(default_factory=Future)  # its result, once the goal's state is final
+    done: Future = field(default_factory=Future)  # (final status, result), once the robot is done
 
     @property
     def task_id(self) -> str:
@@ -105,11 +106,11 @@ class _SegmentActionServer(ActionServer):
         self._asked: dict[bytes, list] = {}  # result requests waiting for their goal's end
         self._results_lock = threading.Lock()
 
-    def send_result(self, goal_handle, result: ExecuteSegment.Result) -> None:
-        """`goal_handle` has reached its final state: answer the requests for its result that
-        are waiting, and keep it for later ones."""
+    def send_result(self, goal_handle, status: int, result: ExecuteSegment.Result) -> None:
+        """The robot is done with `goal_handle`, which ends with `status`: answer the requests
+        for its result that are waiting, and keep it for later ones."""
         goal_id = bytes(goal_handle.goal_id.uuid)
-        response = ExecuteSegment.Impl.GetResultService.Response(status=goal_handle.status, result=result)
+        response = ExecuteSegment.Impl.GetResultService.Response(status=status, result=result)
         with self._results_lock:
             self._ended.put(goal_id, response)
             waiting = self._asked.pop(goal_id, [])
@@ -201,9 +202,19 @@ class RobotServer(Node):
 
     async def _until_done(self, goal_handle) -> ExecuteSegment.Result:
         key = bytes(goal_handle.goal_id.uuid)
-        result = await self._by_goal[key].done
+        status, result = await self._by_goal[key].done
         with self._cond:
             self._by_goal.pop(key, None)
+        # The final state is given here, as the callback returns: a goal expires GOAL_LISTED_S
+        # after it, and rclpy must be done with the goal by then (set from the reporter thread,
+        # the state could come first and the expiry then, and rclpy's late end of the goal
+        # failed in this executor).
+        if status == GoalStatus.STATUS_CANCELED:
+            goal_handle.canceled()  # only legal after a client's cancel request
+        elif status == GoalStatus.STATUS_SUCCEEDED:
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()  # failed, or stopped by the robot itself (shutting down)
         return result
 
     # ------------------------------------------------------------------ the robot's thread
@@ -282,16 +293,15 @@ class RobotServer(Node):
         self._report(self._end, ran.job, ran.result)
 
     def _end(self, job: _Job, result: ExecuteSegment.Result) -> None:
-        """Give the goal its final state, send its result and end its awaiting execute callback."""
+        """The robot is done with the goal: its result goes out now, and its execute callback
+        ends it with the final state."""
         goal_handle = job.goal_handle
         if goal_handle.is_cancel_requested:
-            goal_handle.canceled()  # only legal after a client's cancel request
-        elif result.success:
-            goal_handle.succeed()
+            status = GoalStatus.STATUS_CANCELED
         else:
-            goal_handle.abort()  # failed, or stopped by the robot itself (shutting down)
-        self._server.send_result(goal_handle, result)
-        job.done.set_result(result)
+            status = GoalStatus.STATUS_SUCCEEDED if result.success else GoalStatus.STATUS_ABORTED
+        self._server.send_result(goal_handle, status, result)
+        job.done.set_result((status, result))
         if self.executor is not None:
             self.executor.wake()  # rclpy resumes an awaiting callback only when its executor wakes
 

@@ -8,9 +8,12 @@ of ours blocks (robots move on their own threads), so one thread per node is eno
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+
+log = logging.getLogger(__name__)
 
 
 class _Spin:
@@ -31,11 +34,15 @@ class _Spin:
         self.thread.start()
 
     def _run(self) -> None:
-        try:
-            while not self._stopping.is_set():
+        while not self._stopping.is_set():
+            try:
                 self.executor.spin_once()  # returns after one callback: work, or the stop guard's
-        except ExternalShutdownException:  # the context was shut down from outside (rclpy's Ctrl-C handler)
-            pass
+            except ExternalShutdownException:  # the context was shut down from outside (rclpy's Ctrl-C handler)
+                return
+            except Exception:  # rclpy raises a failed callback here; the node must go on serving
+                if not self.executor.context.ok():
+                    return
+                log.exception("a callback of %s failed", self.thread.name)
 
     def stop(self) -> None:
         self._stopping.set()
