@@ -9,11 +9,11 @@ reports each call as it starts; a canceled goal stops the running call and ends 
 
 The robot's own thread runs the segments, not the executor: it picks the next accepted
 goal, runs its calls (publishing each call's feedback as it starts) and goes straight on to
-the next segment of the plan. The goal's state changes (executing, its end) go through a
-reporter thread in order, so the robot does not stand still between two segments while they
-are published; at the end it also sends the result. The goal's execute callback only awaits
-that end (and gives the goal its final state), so a moving robot holds no executor thread and
-the node's executor stays free for goal, cancel and result requests.
+the next segment of the plan. The goal's reports (executing, and at its end the result) go
+through a reporter thread in order, so the robot does not stand still between two segments
+while they are published. The goal's execute callback only awaits that end and gives the goal
+its final state, so a moving robot holds no executor thread and the node's executor stays
+free for goal, cancel and result requests.
 
 A call's time runs from its start to the next call's start, across segments too: when the
 plan's next segment is already waiting as one ends, the robot goes on to it and the end of the
@@ -206,9 +206,9 @@ class RobotServer(Node):
         with self._cond:
             self._by_goal.pop(key, None)
         # The final state is given here, as the callback returns: a goal expires GOAL_LISTED_S
-        # after it, and rclpy must be done with the goal by then (set from the reporter thread,
-        # the state could come first and the expiry then, and rclpy's late end of the goal
-        # failed in this executor).
+        # after that state, and rclpy must be done with the goal by then. Set from the reporter
+        # thread, the goal could expire before this executor got back to it, and rclpy's end
+        # of an expired goal raises here.
         if status == GoalStatus.STATUS_CANCELED:
             goal_handle.canceled()  # only legal after a client's cancel request
         elif status == GoalStatus.STATUS_SUCCEEDED:
