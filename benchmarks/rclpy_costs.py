@@ -1,8 +1,9 @@
 """What a few rclpy operations cost here, each holding the GIL (README "ROS path"):
-one turn of a SingleThreadedExecutor for a node that holds one action client (as a robot
-link does); `ActionClient.server_is_ready()` with 1 and 50 robots' action servers in the
-process; and formatting a goal's UUID (a numpy array) as rclpy's action server does for its
-debug messages, which it builds even with debug logging off.
+one turn of rclpy's SingleThreadedExecutor and of ours (ros/executor.py) for a node that
+holds one action client (as a robot link does), woken by a guard condition;
+`ActionClient.server_is_ready()` with 1 and 50 robots' action servers in the process; and
+formatting a goal's UUID (a numpy array) as rclpy's action server does for its debug messages,
+which it builds even with debug logging off.
 
 Usage: . scripts/env.sh && python benchmarks/rclpy_costs.py"""
 
@@ -23,17 +24,21 @@ from rclpy.node import Node
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
 from ros_fixtures import start_fleet  # noqa: E402
 
+from llm_planner.ros.executor import NodeExecutor  # noqa: E402
 from llm_planner.settings.fleet import RobotConfig  # noqa: E402
 
 N = 3000
 
 
-def spin_once_cost() -> float:
+def spin_once_cost(executor_kind) -> float:
     node = Node("rclpy_costs_link", start_parameter_services=False, enable_rosout=False)
     ActionClient(node, ExecuteSegment, "/nobody/execute_segment")
     guard = node.create_guard_condition(lambda: None)
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
+    if executor_kind is SingleThreadedExecutor:
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+    else:
+        executor = executor_kind(node)
     started = time.thread_time()
     for _ in range(N):
         guard.trigger()
@@ -58,7 +63,9 @@ def server_is_ready_cost(robots: int) -> float:
 
 def main() -> None:
     rclpy.init()
-    print(f"executor turn (spin_once, one action client, a guard condition): {spin_once_cost() * 1e6:.0f} µs CPU")
+    for kind in (SingleThreadedExecutor, NodeExecutor):
+        print(f"{kind.__name__} turn (spin_once, one action client, a guard condition): "
+              f"{spin_once_cost(kind) * 1e6:.0f} µs CPU")
     for robots in (1, 50):
         cost = server_is_ready_cost(robots)
         print(f"server_is_ready() with {robots} robot(s) in the process: {cost * 1e6:.0f} µs CPU")

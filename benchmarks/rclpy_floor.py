@@ -1,7 +1,8 @@
 """The floor under benchmarks/ros_overhead.py: the same action (ExecuteSegment) between a bare
 rclpy action client and a bare rclpy action server that accepts every goal and succeeds at
-once, each node spinning in a SingleThreadedExecutor on its own thread (as llm_planner's nodes
-do), nothing else running. Goals go one at a time, one every 50 ms, like the probes there.
+once, each node spinning in an executor on its own thread (as llm_planner's nodes do: ours,
+ros/executor.py, or with `--executor rclpy` rclpy's SingleThreadedExecutor), nothing else
+running. Goals go one at a time, one every 50 ms, like the probes there.
 The client drops the goal future rclpy 9.1 leaks (as the planner's links do), and the server
 lists an ended goal as long as a robot's does.
 
@@ -9,7 +10,7 @@ Hops, p50 / p99 ms: goal request (sent → server's accepted callback), goal res
 client's response callback), result (server's end → the client's result callback). With
 `--processes` the server runs in a process of its own.
 
-Usage: . scripts/env.sh && python benchmarks/rclpy_floor.py [--goals 200] [--processes]"""
+Usage: . scripts/env.sh && python benchmarks/rclpy_floor.py [--goals 200] [--processes] [--executor rclpy]"""
 
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ import numpy as np
 import rclpy
 from llm_planner_interfaces.action import ExecuteSegment
 from rclpy.action import ActionClient, ActionServer, GoalResponse
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
+from llm_planner.ros import spin
 from llm_planner.ros.qos import ACTION_CLIENT, ACTION_SERVER
 from llm_planner.ros.robot_client import send_goal
 from llm_planner.ros.robot_server import GOAL_LISTED_S
@@ -83,8 +86,19 @@ class FloorClient(Node):
             self.done.set()
 
 
-def serve(stamps_path: str) -> None:
+def use_executor(kind: str) -> None:
+    if kind == "rclpy":
+        def rclpy_executor(node) -> SingleThreadedExecutor:
+            executor = SingleThreadedExecutor()
+            executor.add_node(node)
+            return executor
+
+        spin.NodeExecutor = rclpy_executor  # what Spinning makes for each node
+
+
+def serve(stamps_path: str, executor: str) -> None:
     """The server's process: serve until stdin closes, then write its stamps."""
+    use_executor(executor)
     rclpy.init()
     server = FloorServer()
     spinning = Spinning([server])
@@ -100,17 +114,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--goals", type=int, default=200)
     parser.add_argument("--processes", action="store_true", help="the server in a process of its own")
+    parser.add_argument("--executor", choices=["ours", "rclpy"], default="ours")
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        return serve(args.serve)
+        return serve(args.serve, args.executor)
+    use_executor(args.executor)
     rclpy.init()
     client = FloorClient()
     nodes = [client]
     stamps = f"/tmp/rclpy_floor_{os.getpid()}.json"
     if args.processes:
-        proc = subprocess.Popen([sys.executable, __file__, "--serve", stamps], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen([sys.executable, __file__, "--serve", stamps, "--executor", args.executor],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert proc.stdout.readline().strip() == "ready"
     else:
         server = FloorServer()
@@ -137,7 +153,8 @@ def main() -> None:
     rclpy.shutdown()
     measured = range(warm, client.count)  # the first goals meet DDS discovery still settling
     layout = "processes" if args.processes else "one process"
-    print(f"bare rclpy action, {layout}: {args.goals} goals, one every {GAP_S * 1000:.0f} ms")
+    print(f"bare rclpy action, {layout}, {args.executor} executor: {args.goals} goals, "
+          f"one every {GAP_S * 1000:.0f} ms")
     print(f"  {'hop':<14} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
     for name, start, end in (("goal request", client.sent, accepted), ("goal response", accepted, client.responded),
                              ("result", ended, client.resulted)):

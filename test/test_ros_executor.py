@@ -1,0 +1,180 @@
+"""NodeExecutor (ros/executor.py): every kind of entity a node holds is served, a message's
+callbacks and the done callbacks they cause run in one turn and in rclpy's order, tasks that
+await a future resume when the executor is woken, and new entities are waited on."""
+
+import threading
+import time
+
+import pytest
+from ros_fixtures import rclpy  # noqa: F401 (skips this module without a ROS 2 workspace)
+
+from llm_planner.ros.executor import NodeExecutor
+
+GOAL_S = 10.0
+
+
+@pytest.fixture
+def ros():
+    if not rclpy.ok():
+        rclpy.init()
+    made = []
+
+    def node(name: str):
+        made.append(rclpy.create_node(name, start_parameter_services=False, enable_rosout=False))
+        return made[-1]
+
+    yield node
+    for each in made:
+        each.destroy_node()
+
+
+def spin_until(executor: NodeExecutor, condition, timeout_s: float = GOAL_S) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        executor.spin_once(timeout_sec=0.1)
+    return True
+
+
+def test_subscriptions_timers_services_and_guard_conditions_are_served(ros):
+    from rcl_interfaces.msg import ParameterType, ParameterValue
+    from rcl_interfaces.srv import GetParameters
+    from std_msgs.msg import String
+
+    node, other = ros("executor_probe"), ros("executor_peer")
+    seen: dict[str, object] = {}
+    node.create_subscription(String, "/executor_probe/topic", lambda msg: seen.setdefault("message", msg.data), 10)
+    node.create_timer(0.05, lambda: seen.setdefault("timer", True))
+    guard = node.create_guard_condition(lambda: seen.setdefault("guard", True))
+
+    def answer(request, response):  # any service will do: each name back in capitals
+        response.values = [ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=name.upper())
+                           for name in request.names]
+        return response
+
+    other.create_service(GetParameters, "/executor_probe/answer", answer)
+    client = node.create_client(GetParameters, "/executor_probe/answer")
+    executor, peer = NodeExecutor(node), NodeExecutor(other)
+    stop = threading.Event()
+    serving = threading.Thread(target=lambda: [peer.spin_once(timeout_sec=0.05) for _ in iter(stop.is_set, True)])
+    serving.start()
+    try:
+        publisher = other.create_publisher(String, "/executor_probe/topic", 10)
+        assert client.wait_for_service(timeout_sec=GOAL_S)
+        future = client.call_async(GetParameters.Request(names=["x", "y"]))
+        guard.trigger()
+        assert spin_until(executor, lambda: node.count_publishers("/executor_probe/topic") > 0)
+        publisher.publish(String(data="hello"))
+        assert spin_until(executor, lambda: future.done() and len(seen) == 3)
+        assert [v.string_value for v in future.result().values] == ["X", "Y"]
+        assert seen == {"message": "hello", "timer": True, "guard": True}
+    finally:
+        stop.set()
+        serving.join()
+        executor.shutdown()
+        peer.shutdown()
+
+
+def test_an_action_message_and_the_callbacks_it_completes_run_in_one_turn_in_rclpys_order(ros):
+    """Feedback and result taken together: the feedback callback first (rclpy runs a
+    waitable's own callbacks before the done callbacks its futures schedule), and both in
+    the one turn that took them."""
+    from action_msgs.msg import GoalStatus
+    from llm_planner_interfaces.action import ExecuteSegment
+    from rclpy.action import ActionClient, ActionServer
+
+    client_node, server_node = ros("executor_action_client"), ros("executor_action_server")
+    release, ended = threading.Event(), threading.Event()
+
+    def execute(goal_handle):
+        release.wait(GOAL_S)
+        goal_handle.publish_feedback(ExecuteSegment.Feedback(call_index=0, call="takeoff()"))
+        goal_handle.succeed()
+        ended.set()
+        return ExecuteSegment.Result(success=True)
+
+    ActionServer(server_node, ExecuteSegment, "/executor_probe/execute_segment", execute_callback=execute)
+    client = ActionClient(client_node, ExecuteSegment, "/executor_probe/execute_segment")
+    server, executor = NodeExecutor(server_node), NodeExecutor(client_node)
+    stop = threading.Event()
+    # rclpy's action server runs the execute callback as a task: one thread spins it.
+    serving = threading.Thread(target=lambda: [server.spin_once(timeout_sec=0.05) for _ in iter(stop.is_set, True)])
+    serving.start()
+    order: list[str] = []
+    try:
+        assert client.wait_for_server(timeout_sec=GOAL_S)
+        goal = client.send_goal_async(ExecuteSegment.Goal(task_id="t", text="takeoff()"),
+                                      feedback_callback=lambda fb: order.append("feedback"))
+        assert spin_until(executor, goal.done)
+        handle = goal.result()
+        assert handle.accepted
+        result = handle.get_result_async()
+        result.add_done_callback(lambda f: order.append("result"))
+        time.sleep(0.2)  # the result request reaches the server before the goal ends
+        release.set()
+        assert ended.wait(GOAL_S)
+        time.sleep(1.0)  # feedback and the result response are both waiting now
+        executor.spin_once(timeout_sec=0.0)  # one turn
+        assert order == ["feedback", "result"]
+        assert result.result().status == GoalStatus.STATUS_SUCCEEDED
+    finally:
+        release.set()
+        stop.set()
+        serving.join()
+        executor.shutdown()
+        server.shutdown()
+
+
+def test_a_task_awaiting_a_future_resumes_when_the_executor_is_woken(ros):
+    from rclpy.task import Future
+
+    node = ros("executor_task_probe")
+    executor = NodeExecutor(node)
+    waited_for, finished = Future(), []
+
+    async def waits():
+        finished.append(await waited_for)
+
+    stop = threading.Event()
+    spinning = threading.Thread(target=lambda: [executor.spin_once() for _ in iter(stop.is_set, True)])
+    spinning.start()
+    try:
+        executor.create_task(waits)  # from another thread, as rclpy's action server does
+        time.sleep(0.2)
+        assert finished == []
+        waited_for.set_result("done")
+        executor.wake()  # rclpy's futures are polled: a task resumes only when its executor turns
+        deadline = time.monotonic() + GOAL_S
+        while not finished and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert finished == ["done"]
+    finally:
+        stop.set()
+        executor.wake()
+        spinning.join()
+        executor.shutdown()
+
+
+def test_an_entity_made_after_the_executor_is_waited_on_and_failures_are_raised_after_the_turn(ros):
+    node = ros("executor_growing_node")
+    executor = NodeExecutor(node)
+    calls: list[str] = []
+    first = node.create_guard_condition(lambda: calls.append("first"))
+    first.trigger()
+    executor.spin_once(timeout_sec=1.0)
+    assert calls == ["first"]
+
+    def fails():
+        calls.append("fails")
+        raise RuntimeError("on purpose")
+
+    late = node.create_guard_condition(fails)  # the wait set needs room for it
+    first.trigger()
+    late.trigger()
+    with pytest.raises(RuntimeError, match="on purpose"):
+        executor.spin_once(timeout_sec=1.0)
+    assert sorted(calls) == ["fails", "first", "first"]  # the other ready callback ran too
+    with pytest.raises(ValueError):
+        executor.add_node(ros("executor_second_node"))
+    executor.shutdown()
