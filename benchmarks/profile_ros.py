@@ -1,10 +1,12 @@
-"""Where the CPU goes on the ROS path: benchmarks/ros_overhead.py under yappi (every thread,
-CPU clock), then the functions with the most own and total time.
+"""Where the CPU goes on the ROS path: benchmarks/ros_overhead.py (or, with `--script`,
+another benchmark of this folder) under yappi (every thread, CPU clock), then the functions
+with the most own and total time.
 
-yappi is not part of the set-up (`pip install yappi` first). Arguments after the script's
-own go to ros_overhead.py, e.g.
+yappi is not part of the set-up (`pip install yappi` first). Other arguments go to the
+benchmark, e.g.
 
-    . scripts/env.sh && python benchmarks/profile_ros.py --tasks 60 --layouts "one process" --robots 50 --no-load"""
+    . scripts/env.sh && python benchmarks/profile_ros.py --tasks 60 --layouts "one process" --robots 50 --no-load
+    . scripts/env.sh && python benchmarks/profile_ros.py --script rclpy_floor.py --goals 300"""
 
 from __future__ import annotations
 
@@ -21,11 +23,15 @@ TOP = 30
 
 
 def main() -> None:
-    sys.argv = ["ros_overhead.py", *sys.argv[1:]]
+    args = sys.argv[1:]
+    script = "ros_overhead.py"
+    if args[:1] == ["--script"]:
+        script, args = args[1], args[2:]
+    sys.argv = [script, *args]
     yappi.set_clock_type("cpu")
     yappi.start()
     try:
-        runpy.run_path(str(Path(__file__).with_name("ros_overhead.py")), run_name="__main__")
+        runpy.run_path(str(Path(__file__).with_name(script)), run_name="__main__")
     finally:
         yappi.stop()
     stats = yappi.get_func_stats()

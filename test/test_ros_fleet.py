@@ -154,6 +154,11 @@ def test_goal_cancel_stops_the_call_and_is_reported(fleet):
         assert wait_until(sent.done, 10) and sent.result().accepted
         handle = sent.result()
         time.sleep(0.3)
+        # The robot's goal keeps the UUID it was sent, printed as hex by rclpy's debug messages
+        # (numpy's array printing cost ~50 µs a message).
+        running = next(r for r in fleet.fleet.robots if r.robot.id == "drone2")._running
+        assert bytes(running.goal_handle.goal_id.uuid) == bytes(handle.goal_id.uuid)
+        assert "{0}".format(running.goal_handle.goal_id.uuid) == bytes(handle.goal_id.uuid).hex()
         t0 = time.monotonic()
         canceling = handle.cancel_goal_async()
         assert wait_until(canceling.done, 10)

@@ -31,6 +31,7 @@ import traceback
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
+import numpy as np
 from action_msgs.msg import GoalStatus
 from llm_planner_interfaces.action import ExecuteSegment
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -86,6 +87,19 @@ class _KeptResults:
         return response if until > time.monotonic() else None
 
 
+class _HexUuid(np.ndarray):
+    """A goal's UUID (uint8[16], as the message has it) that prints as hex. rclpy's action
+    server formats each goal's UUID into five debug messages even with debug logging off, and
+    numpy's array printing takes ~50 µs each (benchmarks/rclpy_costs.py): 28% of the CPU of a
+    bare rclpy client's and server's executor threads (benchmarks/profile_ros.py --script
+    rclpy_floor.py, docs/results/issue16/session11/profile-floor.txt), all of it holding the GIL."""
+
+    def __format__(self, spec: str) -> str:
+        return self.tobytes().hex()
+
+    __str__ = __repr__ = lambda self: self.tobytes().hex()
+
+
 class _SegmentActionServer(ActionServer):
     """rclpy's ActionServer, with results sent by the robot as each goal ends and answered from
     the robot's own memory for `result_kept_s` after that.
@@ -98,13 +112,23 @@ class _SegmentActionServer(ActionServer):
       second, ended goals listed for 1 s made each hop of the planner's link 1-4 ms slower
       (benchmarks/ros_overhead.py). So an ended goal is listed only GOAL_LISTED_S, long enough
       for the status message that carries its final state, while a result asked for later (an
-      answer lost and asked again, a lagging planner) is still answered from memory."""
+      answer lost and asked again, a lagging planner) is still answered from memory.
+    - A goal's UUID prints as hex (`_HexUuid`), not through numpy's array printing."""
 
     def __init__(self, *args, result_kept_s: float, **kwargs) -> None:
         super().__init__(*args, result_timeout=GOAL_LISTED_S, **kwargs)
         self._ended = _KeptResults(max(result_kept_s, 2 * GOAL_LISTED_S))  # longer than it is listed
         self._asked: dict[bytes, list] = {}  # result requests waiting for their goal's end
         self._results_lock = threading.Lock()
+
+    def take_data(self):
+        data = super().take_data()
+        if "goal" in data:  # the goal handle keeps this UUID, so its later debug messages are cheap too
+            goal_id = data["goal"][1].goal_id
+            # Past the field's setter, which makes a plain array again when rosidl's field
+            # checks are off.
+            goal_id._uuid = goal_id.uuid.view(_HexUuid)
+        return data
 
     def send_result(self, goal_handle, status: int, result: ExecuteSegment.Result) -> None:
         """The robot is done with `goal_handle`, which ends with `status`: answer the requests
