@@ -400,8 +400,8 @@ def test_an_engine_that_stops_answering_fails_its_tasks_and_the_node_goes_on(fle
 
 
 def test_a_failing_callback_does_not_stop_its_nodes_executor(fleet):
-    """rclpy raises a callback's exception out of spin_once; the node's loop logs it and goes
-    on, so one bad callback does not leave a robot or a link deaf for good."""
+    """The executor raises a callback's exception out of spin_once (as rclpy's do); the node's
+    loop logs it and goes on, so one bad callback does not leave a robot or a link deaf for good."""
     import rclpy
 
     from llm_planner.ros.spin import spin_node
