@@ -206,7 +206,11 @@ def main() -> None:
     parser.add_argument("--robots", default="1,50")
     parser.add_argument("--no-load", action="store_true", help="skip the under-load scenarios")
     parser.add_argument("--json", help="write every scenario's spans here")
+    parser.add_argument("--switch-interval", type=float,
+                        help="sys.setswitchinterval for this process (the planner's, in the one-process layout)")
     args = parser.parse_args()
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     scenarios = []
     for layout in args.layouts.split(","):
