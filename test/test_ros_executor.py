@@ -4,6 +4,7 @@ await a future resume when the executor is woken, and new entities are waited on
 
 import threading
 import time
+from contextlib import contextmanager
 
 import pytest
 from ros_fixtures import rclpy  # noqa: F401 (skips this module without a ROS 2 workspace)
@@ -26,6 +27,25 @@ def ros():
     yield node
     for each in made:
         each.destroy_node()
+
+
+@contextmanager
+def turning(executor: NodeExecutor, turn_timeout_s: float | None = 0.05):
+    """`executor` spinning on a thread of its own while the block runs."""
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=turn_timeout_s)
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        executor.wake()
+        thread.join()
 
 
 def spin_until(executor: NodeExecutor, condition, timeout_s: float = GOAL_S) -> bool:
@@ -56,22 +76,18 @@ def test_subscriptions_timers_services_and_guard_conditions_are_served(ros):
     other.create_service(GetParameters, "/executor_probe/answer", answer)
     client = node.create_client(GetParameters, "/executor_probe/answer")
     executor, peer = NodeExecutor(node), NodeExecutor(other)
-    stop = threading.Event()
-    serving = threading.Thread(target=lambda: [peer.spin_once(timeout_sec=0.05) for _ in iter(stop.is_set, True)])
-    serving.start()
     try:
-        publisher = other.create_publisher(String, "/executor_probe/topic", 10)
-        assert client.wait_for_service(timeout_sec=GOAL_S)
-        future = client.call_async(GetParameters.Request(names=["x", "y"]))
-        guard.trigger()
-        assert spin_until(executor, lambda: node.count_publishers("/executor_probe/topic") > 0)
-        publisher.publish(String(data="hello"))
-        assert spin_until(executor, lambda: future.done() and len(seen) == 3)
+        with turning(peer):
+            publisher = other.create_publisher(String, "/executor_probe/topic", 10)
+            assert client.wait_for_service(timeout_sec=GOAL_S)
+            future = client.call_async(GetParameters.Request(names=["x", "y"]))
+            guard.trigger()
+            assert spin_until(executor, lambda: node.count_publishers("/executor_probe/topic") > 0)
+            publisher.publish(String(data="hello"))
+            assert spin_until(executor, lambda: future.done() and len(seen) == 3)
         assert [v.string_value for v in future.result().values] == ["X", "Y"]
         assert seen == {"message": "hello", "timer": True, "guard": True}
     finally:
-        stop.set()
-        serving.join()
         executor.shutdown()
         peer.shutdown()
 
@@ -97,31 +113,28 @@ def test_an_action_message_and_the_callbacks_it_completes_run_in_one_turn_in_rcl
     ActionServer(server_node, ExecuteSegment, "/executor_probe/execute_segment", execute_callback=execute)
     client = ActionClient(client_node, ExecuteSegment, "/executor_probe/execute_segment")
     server, executor = NodeExecutor(server_node), NodeExecutor(client_node)
-    stop = threading.Event()
-    # rclpy's action server runs the execute callback as a task: one thread spins it.
-    serving = threading.Thread(target=lambda: [server.spin_once(timeout_sec=0.05) for _ in iter(stop.is_set, True)])
-    serving.start()
     order: list[str] = []
     try:
-        assert client.wait_for_server(timeout_sec=GOAL_S)
-        goal = client.send_goal_async(ExecuteSegment.Goal(task_id="t", text="takeoff()"),
-                                      feedback_callback=lambda fb: order.append("feedback"))
-        assert spin_until(executor, goal.done)
-        handle = goal.result()
-        assert handle.accepted
-        result = handle.get_result_async()
-        result.add_done_callback(lambda f: order.append("result"))
-        time.sleep(0.2)  # the result request reaches the server before the goal ends
-        release.set()
-        assert ended.wait(GOAL_S)
-        time.sleep(1.0)  # feedback and the result response are both waiting now
-        executor.spin_once(timeout_sec=0.0)  # one turn
+        with turning(server):  # rclpy's action server runs the execute callback as a task
+            try:
+                assert client.wait_for_server(timeout_sec=GOAL_S)
+                goal = client.send_goal_async(ExecuteSegment.Goal(task_id="t", text="takeoff()"),
+                                              feedback_callback=lambda fb: order.append("feedback"))
+                assert spin_until(executor, goal.done)
+                handle = goal.result()
+                assert handle.accepted
+                result = handle.get_result_async()
+                result.add_done_callback(lambda f: order.append("result"))
+                time.sleep(0.2)  # the result request reaches the server before the goal ends
+                release.set()
+                assert ended.wait(GOAL_S)
+                time.sleep(1.0)  # feedback and the result response are both waiting now
+                executor.spin_once(timeout_sec=0.0)  # one turn
+            finally:
+                release.set()
         assert order == ["feedback", "result"]
         assert result.result().status == GoalStatus.STATUS_SUCCEEDED
     finally:
-        release.set()
-        stop.set()
-        serving.join()
         executor.shutdown()
         server.shutdown()
 
@@ -136,23 +149,18 @@ def test_a_task_awaiting_a_future_resumes_when_the_executor_is_woken(ros):
     async def waits():
         finished.append(await waited_for)
 
-    stop = threading.Event()
-    spinning = threading.Thread(target=lambda: [executor.spin_once() for _ in iter(stop.is_set, True)])
-    spinning.start()
     try:
-        executor.create_task(waits)  # from another thread, as rclpy's action server does
-        time.sleep(0.2)
-        assert finished == []
-        waited_for.set_result("done")
-        executor.wake()  # rclpy's futures are polled: a task resumes only when its executor turns
-        deadline = time.monotonic() + GOAL_S
-        while not finished and time.monotonic() < deadline:
-            time.sleep(0.01)
+        with turning(executor, turn_timeout_s=None):  # turns only when woken
+            executor.create_task(waits)  # from another thread, as rclpy's action server does
+            time.sleep(0.2)
+            assert finished == []
+            waited_for.set_result("done")
+            executor.wake()  # rclpy's futures are polled: a task resumes only when its executor turns
+            deadline = time.monotonic() + GOAL_S
+            while not finished and time.monotonic() < deadline:
+                time.sleep(0.01)
         assert finished == ["done"]
     finally:
-        stop.set()
-        executor.wake()
-        spinning.join()
         executor.shutdown()
 
 
