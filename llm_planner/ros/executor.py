@@ -1,4 +1,4 @@
-"""An executor for one node, with one thread's worth of Python per wake.
+"""An executor for one node: one turn per message, half the Python of rclpy's per turn.
 
 rclpy's executors are general: each turn filters every entity through its callback group,
 enters each handle in an ExitStack, builds a new wait set, wraps each ready entity in a task
@@ -8,8 +8,8 @@ is ~90 µs of CPU per turn here (benchmarks/rclpy_costs.py), under the GIL that 
 the engine and every other node of the process need, and a message takes two or three turns.
 Our nodes each spin in a thread of their own (ros/spin.py) with callbacks that never block,
 so that generality buys nothing: `NodeExecutor` keeps one wait set, refills it from its one
-node's entities (the same rclpy calls), runs what is ready, then the tasks that made (done
-callbacks, in the order rclpy would run them), all in the same turn.
+node's entities (the same rclpy calls), runs what is ready, then the tasks those callbacks
+made (done callbacks, in the order rclpy would run them), all in the same turn.
 
 Everything else is rclpy's: tasks (rclpy's action server runs each goal as one), `wake`, the
 shutdown and Ctrl-C guard conditions, and the `_take_*` helpers for timers, subscriptions,
@@ -165,16 +165,16 @@ class NodeExecutor(Executor):
 
     def _step_tasks(self) -> None:
         """Step every pending task once, and the tasks that stepping makes, until none is new."""
-        stepped: set[int] = set()
+        stepped: set[Task] = set()
         while True:
             with self._tasks_lock:
                 if not self._tasks:
                     return
-                tasks = [task for task, _, _ in self._tasks if id(task) not in stepped and not task.done()]
+                tasks = [task for task, _, _ in self._tasks if task not in stepped and not task.done()]
             if not tasks:
                 break
             for task in tasks:
-                stepped.add(id(task))
+                stepped.add(task)
                 task()
                 if task.done():
                     self._note_failure(task)
