@@ -156,7 +156,9 @@ def test_goal_cancel_stops_the_call_and_is_reported(fleet):
         time.sleep(0.3)
         # The robot's goal keeps the UUID it was sent, printed as hex by rclpy's debug messages
         # (numpy's array printing cost ~50 µs a message).
-        running = next(r for r in fleet.fleet.robots if r.robot.id == "drone2")._running
+        robot = next(r for r in fleet.fleet.robots if r.robot.id == "drone2")
+        assert wait_until(lambda: robot._running is not None, 10)
+        running = robot._running
         assert bytes(running.goal_handle.goal_id.uuid) == bytes(handle.goal_id.uuid)
         assert "{0}".format(running.goal_handle.goal_id.uuid) == bytes(handle.goal_id.uuid).hex()
         t0 = time.monotonic()
