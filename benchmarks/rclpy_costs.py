@@ -52,7 +52,7 @@ def spin_once_cost(executor_kind) -> float:
 
 def server_is_ready_cost(robots: int) -> float:
     running = start_fleet([RobotConfig(id=f"r{i:02d}", type="tello", options={"time_scale": 0.001, "seed": i})
-                           for i in range(robots)])
+                           for i in range(robots)], robot_links="threads")  # with fifty robots in this process
     try:
         client = running.fleet.planner_node.port.links["r00"].client
         started = time.thread_time()

@@ -74,7 +74,7 @@ class FloorClient(Node):
     def send(self, index: int) -> None:
         goal = ExecuteSegment.Goal(task_id="floor", segment_index=index, text="tc(30);", calls=["tc(30)"], last=True)
         self.sent[index] = time.monotonic()
-        send_goal(self.client, goal).add_done_callback(lambda f: self._on_response(index, f))
+        send_goal(self.client, goal, lambda f: self._on_response(index, f))
 
     def _on_response(self, index: int, future) -> None:
         self.responded[index] = time.monotonic()

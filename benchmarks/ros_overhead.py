@@ -8,7 +8,8 @@ Every node marks the hops it sees (`llm_planner/ros/hops.py`); the table separat
 middleware's transport hops from time that is not the middleware's: waiting for the engine's
 current iteration to end, the planner's own generation, and a goal waiting at a busy robot.
 
-Usage: . scripts/env.sh && python benchmarks/ros_overhead.py [--tasks 200] [--json out/ros_overhead.json]"""
+Usage: . scripts/env.sh && python benchmarks/ros_overhead.py [--tasks 200] [--robot-links threads|process]
+[--json out/ros_overhead.json]"""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from ros_fixtures import instruction, start_fleet  # noqa: E402
 
 from llm_planner.ros.hops import ENV, read_hops  # noqa: E402
 from llm_planner.ros.task_client import TaskClient  # noqa: E402
+from llm_planner.settings.config import load_planner_config  # noqa: E402
 from llm_planner.settings.fleet import RobotConfig  # noqa: E402
 
 # (name, from hop, to hop, middleware transport?)
@@ -41,7 +43,7 @@ SPANS = [
     ("task topic", "published", "received", True),
     ("wait for engine iteration", "received", "enqueued", False),
     ("planner (generation)", "enqueued", "decided", False),
-    ("planner -> executor", "decided", "sent", True),
+    ("planner -> goal sent", "decided", "sent", True),
     ("goal request", "sent", "accepted", True),
     ("goal response", "accepted", "acknowledged", True),
     ("queued at robot", "accepted", "started", False),
@@ -59,6 +61,7 @@ class Scenario:
     layout: str  # "one process" | "processes"
     robots: int
     load: bool
+    robot_links: str  # the planner parameter robot_links
 
     @property
     def name(self) -> str:
@@ -120,7 +123,7 @@ def drive(client: TaskClient, scenario: Scenario, n_tasks: int) -> dict:
 
 
 def run_in_process(scenario: Scenario, n_tasks: int, hops_dir: Path) -> dict:
-    running = start_fleet(scenario.fleet())
+    running = start_fleet(scenario.fleet(), robot_links=scenario.robot_links)
     try:
         return drive(running.client, scenario, n_tasks)
     finally:
@@ -143,9 +146,13 @@ def run_processes(scenario: Scenario, n_tasks: int, hops_dir: Path) -> dict:
     fleet_file = work / "fleet.yaml"
     robots = scenario.fleet()
     fleet_file.write_text(yaml.safe_dump({"robot_timeout_s": 10.0, "robots": [r.model_dump() for r in robots]}))
-    per_process = -(-len(robots) // (MAX_PROCESSES - 2))  # the planner and this benchmark's client are two more
+    params_file = work / "params.yaml"
+    params_file.write_text(yaml.safe_dump({"llm_planner": {"ros__parameters": {"robot_links": scenario.robot_links}}}))
+    # The planner, this benchmark's client and the links process, if any, are more.
+    others = 2 + (scenario.robot_links == "process")
+    per_process = -(-len(robots) // (MAX_PROCESSES - others))
     env = {**os.environ, ENV: str(hops_dir), "PYTHONFAULTHANDLER": "1"}
-    specs = node_specs(None, str(fleet_file), robots_per_process=per_process)
+    specs = node_specs(None, str(fleet_file), robots_per_process=per_process, params_file=str(params_file))
     procs = [subprocess.Popen(spec.command(), env=env, stdout=subprocess.DEVNULL,
                               stderr=(work / f"process{i}.log").open("w"))
              for i, spec in enumerate(specs)]
@@ -206,17 +213,21 @@ def main() -> None:
     parser.add_argument("--robots", default="1,50")
     parser.add_argument("--no-load", action="store_true", help="skip the under-load scenarios")
     parser.add_argument("--json", help="write every scenario's spans here")
+    parser.add_argument("--robot-links", choices=["process", "threads"],
+                        help="the planner parameter robot_links (default: config/planner.yaml's): the robot links in "
+                             "a process of their own, or as threads of the planner's process")
     parser.add_argument("--switch-interval", type=float,
                         help="sys.setswitchinterval for this process (the planner's, in the one-process layout)")
     args = parser.parse_args()
+    args.robot_links = args.robot_links or load_planner_config().robot_links
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     scenarios = []
     for layout in args.layouts.split(","):
-        scenarios += [Scenario(layout, int(n), False) for n in args.robots.split(",")]
+        scenarios += [Scenario(layout, int(n), False, args.robot_links) for n in args.robots.split(",")]
         if not args.no_load:
-            scenarios.append(Scenario(layout, max(int(n) for n in args.robots.split(",")), True))
+            scenarios.append(Scenario(layout, max(int(n) for n in args.robots.split(",")), True, args.robot_links))
     results = {}
     for scenario in scenarios:
         hops_dir = Path(tempfile.mkdtemp(prefix="hops-"))
@@ -227,6 +238,7 @@ def main() -> None:
         os.environ.pop(ENV)
         measured = spans(read_hops(hops_dir), info["probes"])
         results[scenario.name] = {"robots": scenario.robots, "layout": scenario.layout, "load": scenario.load,
+                                  "robot_links": scenario.robot_links,
                                   "failed": info["failed"], "load_in_flight_mean": info["load_in_flight_mean"],
                                   "spans": {k: row(v) for k, v in measured.items()}}
         print(f"\n{scenario.name}: {len(info['probes'])} probe tasks, {len(info['failed'])} failed"

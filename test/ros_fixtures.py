@@ -32,9 +32,10 @@ class Running:
         self.fleet, self.client = fleet, client
         self._spinning = spin_node(client)
         assert client.wait_for_planner(15), "planner did not subscribe to /llm_planner/tasks"
-        for robot in fleet.robots:  # every action server discovered by the planner's clients
-            port = fleet.planner_node.port
-            assert port.links[robot.robot.id].client.wait_for_server(timeout_sec=15), robot.robot.id
+        assert not fleet.unreachable, f"robots the planner had no round trip with: {fleet.unreachable}"
+        links = getattr(fleet.planner_node.port, "links", {})  # none here with robot_links: process
+        for link in links.values():  # every action server discovered by the planner's clients
+            assert link.client.wait_for_server(timeout_sec=15), link.robot_id
 
     def stop(self) -> None:
         self._spinning.shutdown()

@@ -1,6 +1,7 @@
 """NodeExecutor (ros/executor.py): every kind of entity a node holds is served, a message's
 callbacks and the done callbacks they cause run in one turn and in rclpy's order, tasks that
-await a future resume when the executor is woken, and new entities are waited on."""
+await a future resume when the executor is woken, and new entities are waited on; goals sent
+from another thread while it spins (robot_client.send_goal) all get their response there."""
 
 import threading
 import time
@@ -186,3 +187,52 @@ def test_an_entity_made_after_the_executor_is_waited_on_and_failures_are_raised_
     with pytest.raises(ValueError):
         executor.add_node(ros("executor_second_node"))
     executor.shutdown()
+
+
+def test_goals_sent_from_another_thread_all_get_their_response_in_the_executors_thread(ros):
+    """The planner thread sends a link's goals while the link's executor spins
+    (`robot_client.send_goal`). rclpy 9.1's `send_goal_async` registers each goal twice, the
+    second time outside the client's lock, so a response the executor took in between was lost
+    (one in five runs of a 500-task burst test); and every goal left a future behind."""
+    from llm_planner_interfaces.action import ExecuteSegment
+    from rclpy.action import ActionClient, ActionServer
+
+    from llm_planner.ros.robot_client import send_goal
+
+    client_node, server_node = ros("send_goal_client"), ros("send_goal_server")
+
+    def execute(goal_handle):
+        goal_handle.succeed()
+        return ExecuteSegment.Result(success=True)
+
+    ActionServer(server_node, ExecuteSegment, "/send_goal_probe/execute_segment", execute_callback=execute,
+                 result_timeout=1)
+    client = ActionClient(client_node, ExecuteSegment, "/send_goal_probe/execute_segment")
+    server, executor = NodeExecutor(server_node), NodeExecutor(client_node)
+    count, responses, all_in = 200, {}, threading.Event()
+
+    def on_response(index: int, future) -> None:
+        responses[index] = (threading.get_ident(), future.result().accepted)
+        if len(responses) == count:
+            all_in.set()
+
+    try:
+        with turning(server), turning(executor):
+            assert client.wait_for_server(timeout_sec=GOAL_S)
+            for index in range(count):
+                send_goal(client, ExecuteSegment.Goal(task_id="t", segment_index=index, text="takeoff()"),
+                          lambda f, i=index: on_response(i, f))
+                if index % 5 == 4:  # bursts of five: the server's request queue is ten deep
+                    deadline = time.monotonic() + GOAL_S
+                    while len(responses) <= index and time.monotonic() < deadline:
+                        time.sleep(0.001)
+            assert all_in.wait(GOAL_S), f"{count - len(responses)} of {count} responses lost"
+            deadline = time.monotonic() + GOAL_S
+            while (client._futures or client._pending_goal_requests) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        assert {accepted for _, accepted in responses.values()} == {True}
+        assert {thread for thread, _ in responses.values()} == {executor._thread} != {threading.get_ident()}
+        assert not client._futures and not client._pending_goal_requests and not client._goal_sequence_number_to_goal_id
+    finally:
+        executor.shutdown()
+        server.shutdown()

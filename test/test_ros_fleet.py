@@ -22,8 +22,8 @@ def wait_until(predicate, timeout):
     return bool(predicate())
 
 
-@pytest.fixture(scope="module")
-def fleet():
+@pytest.fixture(scope="module", params=["threads", "process"], ids=["links-in-threads", "links-process"])
+def fleet(request):
     robots = [
         RobotConfig(id="drone1", type="tello", options=dict(FAST, seed=1)),
         RobotConfig(id="drone2", type="tello", options=dict(FAST, seed=2)),
@@ -33,9 +33,18 @@ def fleet():
         RobotConfig(id="stuck", type="tello", options=dict(FAST, stall_on=r"^md\(")),
         RobotConfig(id="leaving", type="tello", options={"time_scale": 1.0}),
     ]
-    running = start_fleet(robots, robot_timeout_s=1.0, result_kept_s=1.0, engine_step_timeout_s=3.0)
+    running = start_fleet(robots, robot_timeout_s=1.0, result_kept_s=1.0, engine_step_timeout_s=3.0,
+                          robot_links=request.param)
     yield running
     running.stop()
+
+
+def links_here(fleet) -> dict:
+    """The planner's robot links, for the tests that reach into them (robot_links: threads)."""
+    links = getattr(fleet.fleet.planner_node.port, "links", None)
+    if links is None:
+        pytest.skip("the robot links run in a process of their own")
+    return links
 
 
 def states(client, task_id):
@@ -260,7 +269,7 @@ def test_a_plans_next_waiting_segment_follows_without_a_gap(fleet):
 def _losing_results(fleet, robot_id: str, task_id: str, lost) -> None:
     """Make `robot_id`'s link lose the result answers of `task_id` that `lost(entry, asked_s)`
     picks, as a lost service response would (the others go through)."""
-    link = fleet.fleet.planner_node.port.links[robot_id]
+    link = links_here(fleet)[robot_id]
     ask = type(link)._request_result
 
     def request_result(entry):
@@ -275,7 +284,7 @@ def test_a_link_keeps_no_futures_of_goals_that_have_ended(fleet):
     its executor walks all of a client's futures whenever the client has data: a link then
     grew and slowed with every goal it had sent."""
     c = fleet.client
-    client = fleet.fleet.planner_node.port.links["drone1"].client
+    client = links_here(fleet)["drone1"].client
     ids = [f"no-leak-{i}" for i in range(4)]
     for task_id in ids:
         c.publish(task_id, "drone1", instruction(1))
@@ -351,7 +360,7 @@ def test_a_lost_result_is_asked_for_again_while_the_robot_keeps_it(fleet):
         assert final.state == final.SUCCEEDED, final.message
         assert len(asked) >= 2  # every segment's first answer was lost
     finally:
-        del fleet.fleet.planner_node.port.links["drone2"]._request_result
+        del links_here(fleet)["drone2"]._request_result
 
 
 def test_a_result_the_robot_no_longer_keeps_fails_the_task_with_why(fleet):
@@ -371,7 +380,7 @@ def test_a_result_the_robot_no_longer_keeps_fails_the_task_with_why(fleet):
         assert final.state == final.FAILED and "its result was lost and the robot no longer has it" in final.message, \
             final.message
     finally:
-        del fleet.fleet.planner_node.port.links["drone2"]._request_result
+        del links_here(fleet)["drone2"]._request_result
 
 
 def test_an_engine_that_stops_answering_fails_its_tasks_and_the_node_goes_on(fleet):

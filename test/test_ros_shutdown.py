@@ -1,7 +1,8 @@
 """Clean shutdown: a fleet stopped in the middle of its work leaves no thread behind and
 nothing on stderr (rclpy prints "The following exception was never retrieved" when a
 callback runs on a node that is being destroyed); the launch layout's processes stop on
-SIGTERM and SIGINT with exit status 0. Each case runs in a fresh interpreter, so what it
+SIGTERM and SIGINT with exit status 0, and the planner's links process (robot_links:
+process) with them. Each case runs in a fresh interpreter, so what it
 prints at exit is seen too."""
 
 import os
@@ -27,7 +28,9 @@ from ros_fixtures import instruction, start_fleet
 from llm_planner.settings.fleet import RobotConfig
 
 running = start_fleet([RobotConfig(id="drone1", type="tello", options={{"time_scale": 0.05}}),
-                       RobotConfig(id="drone2", type="tello", options={{"time_scale": 1.0}})])
+                       RobotConfig(id="drone2", type="tello", options={{"time_scale": 1.0}})],
+                      robot_links={robot_links!r})
+links_process = getattr(running.fleet.planner_node.port, "_process", None)
 c = running.client
 c.publish("quick", "drone1", instruction(7), urgency=1)
 c.publish("slow", "drone2", instruction(1))  # still flying when the fleet stops
@@ -35,6 +38,7 @@ assert c.wait_terminal(["quick"], timeout=60), "task did not end"
 running.stop()
 rclpy.shutdown()
 print("left:", sorted(t.name for t in threading.enumerate() if t is not threading.main_thread()))
+print("links process:", "none" if links_process is None else f"exit {{links_process.poll()}}")
 """
 
 
@@ -43,25 +47,37 @@ def _clean(stderr: str) -> None:
         assert sign not in stderr, stderr[-3000:]
 
 
-def test_fleet_stops_cleanly_in_one_process():
-    done = subprocess.run([sys.executable, "-c", IN_PROCESS.format(test_dir=str(TEST_DIR))],
+@pytest.mark.parametrize("robot_links", ["threads", "process"])
+def test_fleet_stops_cleanly_in_one_process(robot_links):
+    done = subprocess.run([sys.executable, "-c", IN_PROCESS.format(test_dir=str(TEST_DIR), robot_links=robot_links)],
                           capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "left: []" in done.stdout, done.stdout
+    assert f"links process: {'none' if robot_links == 'threads' else 'exit 0'}" in done.stdout, done.stdout
     _clean(done.stderr)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_launch_processes_stop_on_signal(tmp_path, sig):
+def _children(pid: int) -> list[int]:
+    return [int(c) for task in Path(f"/proc/{pid}/task").iterdir()
+            for c in (task / "children").read_text().split()]
+
+
+@pytest.mark.parametrize("sig,robot_links", [(signal.SIGTERM, "threads"), (signal.SIGINT, "threads"),
+                                             (signal.SIGTERM, "process")])
+def test_launch_processes_stop_on_signal(tmp_path, sig, robot_links):
     """The processes `ros2 launch llm_planner fleet.launch.py robots_per_process:=2` starts
-    (planner node; two robot servers in one process), each stopped by a signal while a task runs."""
+    (planner node; two robot servers in one process), each stopped by a signal while a task
+    runs; with `robot_links: process` the planner stops its links' process too."""
     fleet = tmp_path / "fleet.yaml"
     fleet.write_text(yaml.safe_dump({"robots": [
         {"id": "drone1", "type": "tello", "options": {"time_scale": 1.0}},
         {"id": "drone2", "type": "tello", "options": {"time_scale": 1.0}}]}))
-    specs = node_specs(None, str(fleet), robots_per_process=2)
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"llm_planner": {"ros__parameters": {"robot_links": robot_links}}}))
+    specs = node_specs(None, str(fleet), robots_per_process=2, params_file=str(params))
     procs = [subprocess.Popen(spec.command(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=os.environ) for spec in specs]
+    links_process: list[int] = []
     import rclpy
 
     from llm_planner.ros.spin import spin_node
@@ -78,6 +94,7 @@ def test_launch_processes_stop_on_signal(tmp_path, sig):
         while not client.segments_executing("busy") and time.monotonic() < deadline:
             time.sleep(0.1)
         assert client.segments_executing("busy"), "the task never reached its robot"
+        links_process = _children(procs[-1].pid)  # the planner is the last spec
     finally:
         spinning.shutdown()
         for p in procs:
@@ -86,3 +103,5 @@ def test_launch_processes_stop_on_signal(tmp_path, sig):
     for command, _, stderr, code in outcomes:
         assert code == 0, f"{command} exited {code}: {stderr[-3000:]}"
         _clean(stderr)
+    assert len(links_process) == (robot_links == "process")
+    assert not any(Path(f"/proc/{pid}").exists() for pid in links_process), "the links' process outlived the planner"

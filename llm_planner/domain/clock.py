@@ -31,11 +31,13 @@ class VirtualClock:
 class WallClock:
     """Monotonic seconds since the clock was made; `sleep` really waits."""
 
-    def __init__(self) -> None:
-        self._origin = time.monotonic()
+    def __init__(self, origin: float | None = None) -> None:
+        """`origin`: another WallClock's, to read the same times (monotonic time is one
+        clock for every process of the machine)."""
+        self.origin = time.monotonic() if origin is None else origin
 
     def now(self) -> float:
-        return time.monotonic() - self._origin
+        return time.monotonic() - self.origin
 
     def sleep(self, seconds: float) -> None:
         if seconds > 0:

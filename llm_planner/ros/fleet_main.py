@@ -37,8 +37,9 @@ def node_specs(planner_config: str | None, fleet_file: str | None, policy: str |
     """The processes of a fleet launch: robot servers (one per process by default), then the
     planner, given the planner node's ROS 2 params file and a policy that overrides it. With
     ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, Fast DDS finds at most 32 processes on one host
-    (rmw_fastrtps sets maxInitialPeersRange=32): a fleet of more than 31 robots on one host
-    needs several robots per process."""
+    (rmw_fastrtps sets maxInitialPeersRange=32): a fleet of more than 30 robots on one host
+    needs several robots per process (the planner's robot links are a process of their own
+    unless its robot_links parameter is threads)."""
     if robots_per_process < 1:
         raise ConfigError(f"robots_per_process must be at least 1, not {robots_per_process}")
     fleet = load_fleet(fleet_file)

@@ -1,7 +1,8 @@
 """The planner node `llm_planner`: /llm_planner/tasks in, /llm_planner/status out, the
 planner's settings as ROS 2 parameters (ros/parameters.py), and one link node per robot
 holding its ExecuteSegment action client (robot_client.py; spin them beside this node, see
-`link_nodes`). The planner core runs on the wall clock in its own
+`link_nodes`), or all of them in a process of their own (`robot_links: process`,
+link_process.py). The planner core runs on the wall clock in its own
 thread (LiveDriver); ROS callbacks only convert messages and post events to it."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from llm_planner.planning.driver import LiveDriver
 from llm_planner.planning.intake import Rejection, build_request
 from llm_planner.planning.planner import Planner
 from llm_planner.ros.hops import HopLog
+from llm_planner.ros.link_process import LinkProcessPort
 from llm_planner.ros.parameters import declare_planner_parameters
 from llm_planner.ros.qos import TOPIC
 from llm_planner.ros.robot_client import RosRobotPort
@@ -72,7 +74,10 @@ class PlannerNode(Node):
         self._engine = engine
         self._status_pub = self.create_publisher(TaskStatus, STATUS_TOPIC, TOPIC)
         self.hops = HopLog.from_env(node_name)
-        self.port = RosRobotPort(fleet, self._post, self.clock, fleet.robot_timeout_s, self.hops)
+        if config.robot_links == "process":
+            self.port = LinkProcessPort(fleet, self._post, self.clock, fleet.robot_timeout_s, self.hops, node_name)
+        else:
+            self.port = RosRobotPort(fleet, self._post, self.clock, fleet.robot_timeout_s, self.hops)
         self.planner = Planner(config, get_policy(config.policy), engine, self.clock, self.port, self._publish,
                                keep_finished=config.finished_tasks_kept)
         self.port.planner = self.planner
@@ -90,7 +95,7 @@ class PlannerNode(Node):
     @property
     def link_nodes(self) -> list[Node]:
         """The nodes of the planner's robot links: spin them beside this one (ros/spin.py)."""
-        return list(self.port.links.values())
+        return self.port.link_nodes
 
     def wait_for_robots(self, timeout_s: float = 30.0) -> list[str]:
         """Probe every robot until it answers; returns the ids that did not within the time."""
@@ -134,6 +139,5 @@ class PlannerNode(Node):
         self.driver.stop()
         self._engine.close()
         self.hops.write()
-        for link in self.link_nodes:
-            link.destroy_node()
+        self.port.close()
         super().destroy_node()

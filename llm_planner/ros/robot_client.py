@@ -14,6 +14,7 @@ from action_msgs.msg import GoalStatus
 from llm_planner_interfaces.action import ExecuteSegment
 from rclpy.action import ActionClient
 from rclpy.node import Node
+from rclpy.task import Future
 from rclpy.time import Time
 
 from llm_planner.domain.clock import WallClock
@@ -31,19 +32,27 @@ PRESENT_S = 0.5
 _ENDED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_CANCELED, GoalStatus.STATUS_ABORTED)
 
 
-def send_goal(client: ActionClient, goal, **kwargs):
-    """`client.send_goal_async(goal)` without rclpy 9.1's leak: it registers two futures with
-    the client for each goal and completes only the one it returns (ros2/rclpy#1532, fixed
-    upstream after 9.1), so the other stayed for good, and rclpy's executor walks every one of
-    them each time the client has data: the link got slower with every goal it had sent. (The
-    second registration happens outside the client's lock, so a response the executor thread
-    takes in between is lost: call this in the client's executor thread.)"""
-    future = client.send_goal_async(goal, **kwargs)
-    requested = {id(f) for requests in (client._pending_goal_requests, client._pending_result_requests,
-                                        client._pending_cancel_requests) for f in requests.values()}
-    for orphan in [f for f in client._futures if id(f) not in requested and not f.done()]:
-        client.remove_future(orphan)
-    return future
+def send_goal(client: ActionClient, goal, on_response, feedback_callback=None) -> None:
+    """Send `goal` on `client` from any thread; `on_response(future)` runs in the client's
+    executor thread once the robot accepts or rejects it. rclpy 9.1's `send_goal_async`
+    registers a second future for each goal, outside the client's lock, and completes only
+    the one it returns (ros2/rclpy#1532, fixed upstream after 9.1): the other stayed with the
+    client for good (its executor walks them all whenever the client has data), and a response
+    the executor took in between was lost, so goals could only be sent from the executor's
+    thread. Here the one future, its callbacks and the feedback callback are all in place
+    before the request goes out, and the request is sent and registered under the client's
+    lock, under which the executor takes responses."""
+    request = client._action_type.Impl.SendGoalService.Request(goal_id=client._generate_random_uuid(), goal=goal)
+    if feedback_callback is not None:
+        client._feedback_callbacks[bytes(request.goal_id.uuid)] = feedback_callback
+    future = Future()
+    future.add_done_callback(client._remove_pending_goal_request)
+    future.add_done_callback(on_response)
+    with client._lock:
+        sequence_number = client._client_handle.send_goal_request(request)
+        client._pending_goal_requests[sequence_number] = future
+        client._goal_sequence_number_to_goal_id[sequence_number] = request.goal_id
+        client.add_future(future)  # the executor ties it to itself: done callbacks run there
 
 
 @dataclass
@@ -70,11 +79,10 @@ class RobotLink(Node):
     disappears for longer than the timeout (a segment may wait any time behind other work on
     a robot that is alive).
 
-    Goal, cancel and result requests go out from this node's executor thread, where their
-    responses arrive (sending goals straight from the planner's thread lost a goal response
-    now and then in the 500-task burst test: rclpy 9.1's send_goal_async races its executor,
-    see `send_goal`): the planner thread queues sends and cancels, and a guard condition runs
-    them here."""
+    Goals, cancels and result requests go out from this node's executor thread, where their
+    responses arrive: the planner thread queues sends and cancels, and a guard condition runs
+    them here. (In the links process goals go out from the thread that reads the planner's
+    commands: `RosRobotPort.send_in_caller`.)"""
 
     def __init__(self, robot_id: str, port: RosRobotPort) -> None:
         # A helper of the planner node: no parameter services or rosout of its own (with fifty
@@ -110,9 +118,10 @@ class RobotLink(Node):
             fn()
 
     def dispatch(self, task_id: str, segment: DispatchedSegment, worst_s: float) -> None:
-        """Called in the planner thread, which goes on at once; the goal goes out from this
-        node's executor thread as soon as that thread gets the GIL. (The planner used to pause
-        0.5 ms to hand it the GIL, and then waited ~3 ms to win it back: README "ROS path".)"""
+        """The goal goes out from this node's executor thread, or from the calling thread if
+        the port says so (the links process: nothing there holds the GIL for long). Sent
+        straight from the planner thread, a goal left sooner but its response, feedback and
+        result came back while the planner still held the GIL (README "ROS path")."""
         entry = _Pending(task_id, segment.index, worst_s, self.port.clock.now())
         with self._lock:
             self._pending[(task_id, segment.index)] = entry
@@ -126,10 +135,13 @@ class RobotLink(Node):
                 return
             entry.sent_s = self.port.clock.now()
             self.port.hops.mark(task_id, segment.index, "sent")
-            future = send_goal(self.client, goal, feedback_callback=lambda fb: self._on_feedback(entry, fb))
-            future.add_done_callback(lambda f: self._on_goal_response(entry, f))
+            send_goal(self.client, goal, lambda f: self._on_goal_response(entry, f),
+                      feedback_callback=lambda fb: self._on_feedback(entry, fb))
 
-        self.in_executor(send)
+        if self.port.send_in_caller:
+            send()
+        else:
+            self.in_executor(send)
 
     def cancel(self, task_id: str) -> None:
         with self._lock:
@@ -150,15 +162,10 @@ class RobotLink(Node):
         reject. A reply proves that both directions are matched, which `server_is_ready()`
         (this side's view of discovery) does not. Call from outside the executor."""
         replied = threading.Event()
-
-        def send() -> None:
-            if self.client.server_is_ready():
-                future = send_goal(self.client, ExecuteSegment.Goal(task_id="", text=""))
-                future.add_done_callback(lambda f: replied.set())
-
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            self.in_executor(send)
+            if self.client.server_is_ready():
+                send_goal(self.client, ExecuteSegment.Goal(task_id="", text=""), lambda f: replied.set())
             if replied.wait(min(1.0, max(0.0, deadline - time.monotonic()))):
                 return True
         return False
@@ -195,7 +202,7 @@ class RobotLink(Node):
         if feedback_msg.feedback.call_index == 0 and math.isnan(entry.started_s):
             self.port.hops.mark(entry.task_id, entry.index, "reported")
             t = entry.started_s = self._when(feedback_msg.feedback.stamp)
-            self.port.post(lambda: self.port.planner.segment_started(entry.task_id, entry.index, t))
+            self.port.segment_started(entry.task_id, entry.index, t)
 
     def _when(self, stamp) -> float:
         """The planner clock's time of a robot's stamp (ROS time), so that a report's delivery
@@ -222,7 +229,7 @@ class RobotLink(Node):
             # No start report arrived (the 1-robot benchmark lost a few feedback messages
             # under load): the robot started the calls their measured time ago.
             t = entry.started_s = self.port.clock.now() - sum(times)
-            self.port.post(lambda: self.port.planner.segment_started(entry.task_id, entry.index, t))
+            self.port.segment_started(entry.task_id, entry.index, t)
         self._finish(entry, ok, times, message)
 
     def _finish(self, entry: _Pending, ok: bool, times: list[float], message: str) -> None:
@@ -230,8 +237,7 @@ class RobotLink(Node):
         with self._lock:
             if self._pending.pop((entry.task_id, entry.index), None) is None:
                 return  # already timed out or canceled
-        planner = self.port.planner
-        self.port.post(lambda: planner.segment_finished(entry.task_id, entry.index, ok, times, message, t))
+        self.port.segment_finished(entry.task_id, entry.index, ok, times, message, t)
 
     def check_timeouts(self) -> None:
         """In this node's executor (the planner node's timer queues it for busy links)."""
@@ -276,9 +282,9 @@ class RobotLink(Node):
                 self._finish(p, False, [], reason)
 
 
-class RosRobotPort:
-    """Planner → robots over ExecuteSegment (the core's RobotPort protocol): one RobotLink
-    node per robot. Results come back into the planner thread via the driver's `post`."""
+class PlannerSide:
+    """What every robot port does in the planner's process: the core's RobotPort calls come in
+    on the planner thread, robot reports go back into it via the driver's `post`."""
 
     def __init__(self, fleet: FleetConfig, driver_post, clock: WallClock, timeout_s: float,
                  hops: HopLog | None = None) -> None:
@@ -288,20 +294,48 @@ class RosRobotPort:
         self.result_kept_s = fleet.result_kept_s  # how long the robots keep an ended goal's result
         self.hops = hops or HopLog(None)
         self.planner: Planner | None = None
-        self.links = {r.id: RobotLink(r.id, self) for r in fleet.robots}
+        self.robot_ids = {r.id for r in fleet.robots}
+
+    # reports, from any thread
+    def segment_started(self, task_id: str, index: int, t: float) -> None:
+        self.post(lambda: self.planner.segment_started(task_id, index, t))
+
+    def segment_finished(self, task_id: str, index: int, ok: bool, times: list[float], message: str,
+                         t: float) -> None:
+        self.post(lambda: self.planner.segment_finished(task_id, index, ok, times, message, t))
 
     # called in the planner thread
     def dispatch(self, robot_id: str, task_id: str, segment: DispatchedSegment) -> None:
         self.hops.mark(task_id, segment.index, "decided")
-        link = self.links.get(robot_id)
-        if link is None:
-            t = self.clock.now()
+        if robot_id not in self.robot_ids:
             # posted, not called: the planner is in the middle of handling this task
-            self.post(lambda: self.planner.segment_finished(task_id, segment.index, False, [],
-                                                            f"robot {robot_id}: not in the fleet", t))
+            self.segment_finished(task_id, segment.index, False, [], f"robot {robot_id}: not in the fleet",
+                                  self.clock.now())
             return
         _, model = self.planner.robot_models(task_id)
-        link.dispatch(task_id, segment, model.estimate_calls(segment.calls, "max"))
+        self.send(robot_id, task_id, segment, model.estimate_calls(segment.calls, "max"))
+
+    def send(self, robot_id: str, task_id: str, segment: DispatchedSegment, worst_s: float) -> None:
+        raise NotImplementedError
+
+
+class RosRobotPort(PlannerSide):
+    """Planner → robots over ExecuteSegment (the core's RobotPort protocol): one RobotLink
+    node per robot, in the planner's process (`link_nodes` spin beside the planner node)."""
+
+    send_in_caller = False  # see RobotLink.dispatch
+
+    def __init__(self, fleet: FleetConfig, driver_post, clock: WallClock, timeout_s: float,
+                 hops: HopLog | None = None) -> None:
+        super().__init__(fleet, driver_post, clock, timeout_s, hops)
+        self.links = {r.id: RobotLink(r.id, self) for r in fleet.robots}
+
+    @property
+    def link_nodes(self) -> list[Node]:
+        return list(self.links.values())
+
+    def send(self, robot_id: str, task_id: str, segment: DispatchedSegment, worst_s: float) -> None:
+        self.links[robot_id].dispatch(task_id, segment, worst_s)
 
     def cancel(self, robot_id: str, task_id: str) -> None:
         link = self.links.get(robot_id)
@@ -315,3 +349,8 @@ class RosRobotPort:
         for link in self.links.values():
             if link.busy:
                 link.in_executor(link.check_timeouts)
+
+    def close(self) -> None:
+        """After the links' executors have stopped (ros/spin.py)."""
+        for link in self.links.values():
+            link.destroy_node()

@@ -117,6 +117,10 @@ class PlannerConfig(_Strict):
     # Generous: a step prefilling a full batch of prompts on a slow CPU takes seconds.
     engine_step_timeout_s: float = Field(default=30.0, gt=0, description="live planning: an engine step (or warm-up) "
                                          "that takes longer fails the tasks inside and the engine is replaced")
+    robot_links: Literal["process", "threads"] = Field(
+        default="process", description="live node: the robot links (the action clients that send segments) run in "
+        "a process of their own, where the planner's work cannot hold them up, or as threads of the planner's "
+        "process (README \"ROS path\")")
     batch: BatchConfig = BatchConfig()
     vllm: VllmConfig = VllmConfig()
     # planning/segment_lengths.py
