@@ -106,30 +106,48 @@ class LinkProcessPort(PlannerSide):
         mine, theirs = socket.socketpair()
         self._channel = Channel(mine)
         self._probes: dict[str, tuple[threading.Event, list[bool]]] = {}
+        # Segments sent and not yet reported finished: failed with the reason if the links'
+        # process ends under them (it keeps their timeouts).
+        self._out: set[tuple[str, int]] = set()
+        self._lock = threading.Lock()
+        self._ended: str | None = None  # why the links' process is gone, once it is
+        self._closing = False
         self._process = subprocess.Popen([sys.executable, "-m", __name__, str(theirs.fileno())],
                                          pass_fds=(theirs.fileno(),))
         theirs.close()
-        self._command(("setup", {"fleet": fleet.model_dump(), "timeout_s": timeout_s, "origin": clock.origin,
-                                 "hops_name": f"{node_name}_links"}))
+        self._channel.send(("setup", {"fleet": fleet.model_dump(), "timeout_s": timeout_s, "origin": clock.origin,
+                                      "hops_name": f"{node_name}_links"}))
         if not self._channel.poll(START_S) or self._channel.recv() != ("ready",):
             self._process.kill()
             raise RuntimeError(f"the robot links' process did not start within {START_S:g} s")
         self._reader = threading.Thread(target=self._read, daemon=True, name="llm_planner-links-reader")
         self._reader.start()
 
-    def _command(self, message: tuple) -> None:
-        self._channel.send(message)
+    def _command(self, message: tuple) -> bool:
+        """False if the links' process is gone."""
+        if self._ended is None:
+            try:
+                self._channel.send(message)
+                return True
+            except OSError:  # it ended; the reader says why
+                self._reader.join(timeout=5)
+        return False
 
     def send(self, robot_id: str, task_id: str, segment: DispatchedSegment, worst_s: float) -> None:
-        self._command(("dispatch", robot_id, task_id, segment, worst_s))
+        with self._lock:
+            self._out.add((task_id, segment.index))
+        if not self._command(("dispatch", robot_id, task_id, segment, worst_s)):
+            self._fail_out()
 
     def cancel(self, robot_id: str, task_id: str) -> None:
+        with self._lock:
+            self._out = {key for key in self._out if key[0] != task_id}
         self._command(("cancel", robot_id, task_id))
 
     def probe(self, robot_id: str, timeout_s: float) -> bool:
         answered, answer = self._probes[robot_id] = (threading.Event(), [])
-        self._command(("probe", robot_id, timeout_s))
-        return answered.wait(timeout_s + 5.0) and answer[0]
+        return (self._command(("probe", robot_id, timeout_s)) and answered.wait(timeout_s + 5.0)
+                and answer[0])
 
     def check_timeouts(self) -> None:
         """The links process checks its links itself."""
@@ -139,22 +157,38 @@ class LinkProcessPort(PlannerSide):
             try:
                 kind, *args = self._channel.recv()
             except (EOFError, OSError):
-                return
+                break
             if kind == "started":
                 self.segment_started(*args)
             elif kind == "finished":
+                with self._lock:
+                    self._out.discard((args[0], args[1]))
                 self.segment_finished(*args)
             elif kind == "probed":
                 robot_id, ok = args
                 answered, answer = self._probes.pop(robot_id)
                 answer.append(ok)
                 answered.set()
+        if not self._closing:
+            try:
+                code = self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = None
+            self._ended = f"the robot links' process ended (exit status {code})"
+            log.error("%s: segments out fail and no more can be sent", self._ended)
+            self._fail_out()
+
+    def _fail_out(self) -> None:
+        """Every segment out fails: nobody watches them any more."""
+        with self._lock:
+            out, self._out = self._out, set()
+        t = self.clock.now()
+        for task_id, index in sorted(out):
+            self.segment_finished(task_id, index, False, [], self._ended or "the robot links' process ended", t)
 
     def close(self) -> None:
-        try:
-            self._command(("stop",))
-        except OSError:  # the child is gone already
-            pass
+        self._closing = True
+        self._command(("stop",))
         try:
             self._process.wait(timeout=10)
         except subprocess.TimeoutExpired:
