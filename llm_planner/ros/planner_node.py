@@ -78,11 +78,15 @@ class PlannerNode(Node):
             self.port = LinkProcessPort(fleet, self._post, self.clock, fleet.robot_timeout_s, self.hops, node_name)
         else:
             self.port = RosRobotPort(fleet, self._post, self.clock, fleet.robot_timeout_s, self.hops)
-        self.planner = Planner(config, get_policy(config.policy), engine, self.clock, self.port, self._publish,
-                               keep_finished=config.finished_tasks_kept)
-        self.port.planner = self.planner
+        try:
+            self.planner = Planner(config, get_policy(config.policy), engine, self.clock, self.port, self._publish,
+                                   keep_finished=config.finished_tasks_kept)
+            self.port.planner = self.planner
+            self.planner.warm_up()
+        except BaseException:
+            self.port.close()  # the links' process, if any, goes with the node that failed to start
+            raise
         self._timeouts = self.create_timer(0.2, self.port.check_timeouts)
-        self.planner.warm_up()
         self.driver = LiveDriver(self.planner)
         self._ids = itertools.count(1)
         self._sub = self.create_subscription(Task, TASKS_TOPIC, self._on_task, TOPIC,
