@@ -4,10 +4,11 @@
 
 Starts `llm-planner-fleet` (planner node on the sim engine and one simulated robot per agent,
 in real time) as its own process, replays WID2 composed at `--load` times its event rate for
-`--minutes` over ROS 2 from this process, and samples the fleet process's resident memory
-and threads every few seconds. Reports the memory slope (least squares over the samples after
-the first minute, while tasks keep arriving), the tasks per terminal status, and whether any
-published task was lost (no terminal status) or duplicated (more than one). `--keep N` sets
+`--minutes` over ROS 2 from this process, and samples the resident memory and threads of the
+fleet process and the processes it started (the planner's robot links') every few seconds.
+Reports the memory slope (least squares over the samples after the first minute, while tasks
+keep arriving), the tasks per terminal status, and whether any published task was lost (no
+terminal status) or duplicated (more than one). `--keep N` sets
 the node's `finished_tasks_kept` parameter (default 5000), so a short run reaches the bound."""
 
 from __future__ import annotations
@@ -36,9 +37,18 @@ WARM_UP_S = 60.0
 
 
 def process_memory(pid: int) -> tuple[float, int]:
-    """(resident MiB, threads) of a process, from /proc."""
+    """(resident MiB, threads) of a process and the processes it started (the planner's robot
+    links' process), from /proc."""
     fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
-    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["Threads"])
+    rss, threads = int(fields["VmRSS"].split()[0]) / 1024, int(fields["Threads"])
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                child_rss, child_threads = process_memory(int(child))
+            except (FileNotFoundError, ProcessLookupError):  # it ended meanwhile
+                continue
+            rss, threads = rss + child_rss, threads + child_threads
+    return rss, threads
 
 
 def slope_mib_per_min(samples: list[dict], arrivals_end_s: float) -> float | None:

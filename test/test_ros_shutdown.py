@@ -43,7 +43,7 @@ print("links process:", "none" if links_process is None else f"exit {{links_proc
 
 
 def _clean(stderr: str) -> None:
-    for sign in ("never retrieved", "Traceback", "cannot use Destroyable"):
+    for sign in ("never retrieved", "Traceback", "cannot use Destroyable", "robot links' process ended"):
         assert sign not in stderr, stderr[-3000:]
 
 
@@ -63,11 +63,13 @@ def _children(pid: int) -> list[int]:
 
 
 @pytest.mark.parametrize("sig,robot_links", [(signal.SIGTERM, "threads"), (signal.SIGINT, "threads"),
-                                             (signal.SIGTERM, "process")])
+                                             (signal.SIGTERM, "process"), (signal.SIGINT, "process")])
 def test_launch_processes_stop_on_signal(tmp_path, sig, robot_links):
     """The processes `ros2 launch llm_planner fleet.launch.py robots_per_process:=2` starts
     (planner node; two robot servers in one process), each stopped by a signal while a task
-    runs; with `robot_links: process` the planner stops its links' process too."""
+    runs; with `robot_links: process` the planner stops its links' process too, which is
+    sent the same signal (as Ctrl-C or a service manager's SIGTERM reach a process group)
+    and stays until the planner is done with it."""
     fleet = tmp_path / "fleet.yaml"
     fleet.write_text(yaml.safe_dump({"robots": [
         {"id": "drone1", "type": "tello", "options": {"time_scale": 1.0}},
@@ -76,7 +78,7 @@ def test_launch_processes_stop_on_signal(tmp_path, sig, robot_links):
     params.write_text(yaml.safe_dump({"llm_planner": {"ros__parameters": {"robot_links": robot_links}}}))
     specs = node_specs(None, str(fleet), robots_per_process=2, params_file=str(params))
     procs = [subprocess.Popen(spec.command(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=os.environ) for spec in specs]
+                              env=os.environ, start_new_session=True) for spec in specs]
     links_process: list[int] = []
     import rclpy
 
@@ -98,7 +100,7 @@ def test_launch_processes_stop_on_signal(tmp_path, sig, robot_links):
     finally:
         spinning.shutdown()
         for p in procs:
-            p.send_signal(sig)
+            os.killpg(p.pid, sig)  # each its own process group: the process and what it started
         outcomes = [(p.args[0], *p.communicate(timeout=30), p.returncode) for p in procs]
     for command, _, stderr, code in outcomes:
         assert code == 0, f"{command} exited {code}: {stderr[-3000:]}"

@@ -265,6 +265,9 @@ def serve(channel: Channel) -> None:
 
 
 if __name__ == "__main__":
-    # The planner's process stops this one; Ctrl-C on a launch reaches the whole process group.
+    # The planner's process stops this one, or its end of the pipe closes; Ctrl-C on a launch
+    # and a service manager's SIGTERM reach the whole process group, and the links must go
+    # on until the planner has stopped using them.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     serve(Channel(socket.socket(fileno=int(sys.argv[1]))))
