@@ -1,6 +1,7 @@
 """The pipe between the planner and its robot links' process (ros/link_process.py Channel):
 messages from several threads arrive whole and in each sender's order, one larger than the
-socket's buffer waits for room instead of being cut, and a closed end reads as EOF."""
+socket's buffer waits for room instead of being cut, a closed end reads as EOF, and a closed
+channel refuses to send (its file descriptor number may belong to another file by then)."""
 
 import socket
 import threading
@@ -63,3 +64,10 @@ def test_a_closed_end_reads_as_end_of_file(pair):
     assert b.recv() == ("last",)
     with pytest.raises(EOFError):
         b.recv()
+
+
+def test_a_closed_channel_refuses_to_send(pair):
+    a, _ = pair
+    a.close()
+    with pytest.raises(OSError, match="closed"):
+        a.send(("too late",))

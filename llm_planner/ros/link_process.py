@@ -62,16 +62,24 @@ class Channel:
         data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         frame = _HEADER.pack(len(data)) + data
         with self._lock:
+            if self._fd < 0:  # the number may belong to another file by now
+                raise OSError("the channel is closed")
             sent = max(_LIBC.write(self._fd, frame, len(frame)), 0)  # -1: no room (EAGAIN) or closed
             while sent < len(frame):  # the other side is behind: wait for room, as any write would
-                select.select([], [self._fd], [])
+                self._wait(select.POLLOUT)
                 try:
                     sent += self._sock.send(frame[sent:])  # BrokenPipeError once the other end is gone
                 except BlockingIOError:
                     continue
 
     def poll(self, timeout_s: float) -> bool:
-        return bool(select.select([self._fd], [], [], timeout_s)[0])
+        """Whether a message (or the end) is there to read within `timeout_s`."""
+        return self._wait(select.POLLIN, timeout_s)
+
+    def _wait(self, event: int, timeout_s: float | None = None) -> bool:
+        poller = select.poll()  # not select(): file descriptors past 1023 are fine
+        poller.register(self._fd, event)
+        return bool(poller.poll(None if timeout_s is None else timeout_s * 1000))
 
     def recv(self):
         """The next message; EOFError once the other end has closed."""
@@ -84,7 +92,7 @@ class Channel:
             try:
                 chunk = self._sock.recv(size - len(data))
             except BlockingIOError:
-                select.select([self._fd], [], [])
+                self._wait(select.POLLIN)
                 continue
             if not chunk:
                 raise EOFError
@@ -92,7 +100,9 @@ class Channel:
         return bytes(data)
 
     def close(self) -> None:
-        self._sock.close()
+        with self._lock:
+            self._fd = -1
+            self._sock.close()
 
 
 class LinkProcessPort(PlannerSide):
