@@ -156,8 +156,10 @@ class LinkProcessPort(PlannerSide):
 
     def probe(self, robot_id: str, timeout_s: float) -> bool:
         answered, answer = self._probes[robot_id] = (threading.Event(), [])
-        return (self._command(("probe", robot_id, timeout_s)) and answered.wait(timeout_s + 5.0)
-                and answer[0])
+        if self._command(("probe", robot_id, timeout_s)) and answered.wait(timeout_s + 5.0):
+            return answer[0]
+        self._probes.pop(robot_id, None)
+        return False
 
     def check_timeouts(self) -> None:
         """The links process checks its links itself."""
@@ -176,9 +178,11 @@ class LinkProcessPort(PlannerSide):
                 self.segment_finished(*args)
             elif kind == "probed":
                 robot_id, ok = args
-                answered, answer = self._probes.pop(robot_id)
-                answer.append(ok)
-                answered.set()
+                waiting = self._probes.pop(robot_id, None)  # None: an answer after its probe gave up
+                if waiting is not None:
+                    answered, answer = waiting
+                    answer.append(ok)
+                    answered.set()
         if not self._closing:
             try:
                 code = self._process.wait(timeout=5)
