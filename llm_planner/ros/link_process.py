@@ -262,13 +262,16 @@ def serve(channel: Channel) -> None:
                     return
                 if kind == "stop":
                     return
-                if kind == "dispatch":
-                    robot_id, task_id, segment, worst_s = args
-                    port.links[robot_id].dispatch(task_id, segment, worst_s)
-                elif kind == "cancel":
-                    port.cancel(*args)
-                elif kind == "probe":
-                    port.probe_and_report(*args)
+                try:
+                    if kind == "dispatch":
+                        robot_id, task_id, segment, worst_s = args
+                        port.links[robot_id].dispatch(task_id, segment, worst_s)
+                    elif kind == "cancel":
+                        port.cancel(*args)
+                    elif kind == "probe":
+                        port.probe_and_report(*args)
+                except Exception:  # one failed command must not stop every link (its segment times out)
+                    log.exception("robot links: %s failed", kind)
             if time.monotonic() >= next_check:
                 port.check_timeouts()
                 next_check = time.monotonic() + CHECK_S
