@@ -3,8 +3,9 @@ rclpy action client and a bare rclpy action server that accepts every goal and s
 once, each node spinning in an executor on its own thread (as llm_planner's nodes do: ours,
 ros/executor.py, or with `--executor rclpy` rclpy's SingleThreadedExecutor), nothing else
 running. Goals go one at a time, one every 50 ms, like the probes there.
-The client drops the goal future rclpy 9.1 leaks (as the planner's links do), and the server
-lists an ended goal as long as a robot's does.
+The client sends goals with the planner's links' `send_goal` (one future per goal, none left
+behind, unlike rclpy 9.1's `send_goal_async`), and the server lists an ended goal as long as a
+robot's does.
 
 Hops, p50 / p99 ms: goal request (sent → server's accepted callback), goal response (→ the
 client's response callback), result (server's end → the client's result callback). With

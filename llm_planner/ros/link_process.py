@@ -264,8 +264,7 @@ def serve(channel: Channel) -> None:
                     return
                 try:
                     if kind == "dispatch":
-                        robot_id, task_id, segment, worst_s = args
-                        port.links[robot_id].dispatch(task_id, segment, worst_s)
+                        port.send(*args)
                     elif kind == "cancel":
                         port.cancel(*args)
                     elif kind == "probe":
