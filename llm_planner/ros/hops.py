@@ -2,9 +2,9 @@
 
 Each node marks when a segment passes one of its hops (the task client: published; the
 planner node: received, enqueued, decided, sent, acknowledged, reported, result; a robot
-server: accepted, started, ended); a task's hops before its first goal are marked on segment
-0. Times are `time.monotonic()`, which on Linux is one clock
-for every process of the machine, so marks from separate processes line up.
+server: taken (its executor took the goal request), accepted, started, ended); a task's hops
+before its first goal are marked on segment 0. Times are `time.monotonic()`, which on Linux
+is one clock for every process of the machine, so marks from separate processes line up.
 
 Off unless `LLM_PLANNER_HOPS_DIR` names a directory: then each node writes its marks there
 as JSON Lines when it is destroyed (`<node name>.jsonl`), so a benchmark can read them from

@@ -128,6 +128,10 @@ class _SegmentActionServer(ActionServer):
             # Past the field's setter, which makes a plain array again when rosidl's field
             # checks are off.
             goal_id._uuid = goal_id.uuid.view(_HexUuid)
+            hops = self._node.hops
+            if hops.enabled:
+                goal = data["goal"][1].goal
+                hops.mark(goal.task_id, goal.segment_index, "taken")
         return data
 
     def send_result(self, goal_handle, status: int, result: ExecuteSegment.Result) -> None:
