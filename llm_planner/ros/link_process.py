@@ -161,9 +161,6 @@ class LinkProcessPort(PlannerSide):
         self._probes.pop(robot_id, None)
         return False
 
-    def check_timeouts(self) -> None:
-        """The links process checks its links itself."""
-
     def _read(self) -> None:
         while True:
             try:

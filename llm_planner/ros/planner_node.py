@@ -86,7 +86,8 @@ class PlannerNode(Node):
         except BaseException:
             self.port.close()  # the links' process, if any, goes with the node that failed to start
             raise
-        self._timeouts = self.create_timer(0.2, self.port.check_timeouts)
+        if isinstance(self.port, RosRobotPort):  # the links' process checks its own links' timeouts
+            self._timeouts = self.create_timer(0.2, self.port.check_timeouts)
         self.driver = LiveDriver(self.planner)
         self._ids = itertools.count(1)
         self._sub = self.create_subscription(Task, TASKS_TOPIC, self._on_task, TOPIC,
