@@ -72,7 +72,8 @@ class Recorder:
         for topic, (type_name, definition) in schemas().items():
             schema = self._writer.register_schema(type_name, "ros2msg", definition.encode())
             self._channels[topic] = self._writer.register_channel(topic, "cdr", schema)
-        self._subs = [node.create_subscription(Task, TASKS_TOPIC, lambda d: self._write(TASKS_TOPIC, d), TOPIC, raw=True),
+        self._subs = [node.create_subscription(Task, TASKS_TOPIC, lambda d: self._write(TASKS_TOPIC, d), TOPIC,
+                                               raw=True),
                       node.create_subscription(TaskStatus, STATUS_TOPIC, lambda d: self._write(STATUS_TOPIC, d), TOPIC,
                                                raw=True)]
 
@@ -143,7 +144,8 @@ def records_from_recording(path: str | Path, config: PlannerConfig, traces: Trac
             continue
         trace = by_text.get(task.instruction.strip())
         robot_type = trace.robot_type if trace else next(iter(config.robot_types))
-        level = config.urgency_levels[task.urgency] if task.urgency < len(config.urgency_levels) else config.urgency_levels[0]
+        levels = config.urgency_levels
+        level = levels[task.urgency] if task.urgency < len(levels) else levels[0]
         tuf = Tuf(task.beta, task.ert_s, task.cutoff_s) if task.beta > 0 else level.tuf
         request = TaskRequest(task.task_id, task.robot_id, robot_type, task.instruction, level.name, tuf,
                               arrival.get(task.task_id, t), trace.plan if trace else None,
