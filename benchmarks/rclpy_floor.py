@@ -11,7 +11,10 @@ Hops, p50 / p99 ms: goal request (sent → server's accepted callback), goal res
 client's response callback), result (server's end → the client's result callback). With
 `--processes` the server runs in a process of its own.
 
-Usage: . scripts/env.sh && python benchmarks/rclpy_floor.py [--goals 200] [--processes] [--executor rclpy]"""
+benchmarks/ros_overhead.py runs it beside each of its scenarios (`--json`, `--announce`).
+
+Usage: . scripts/env.sh && python benchmarks/rclpy_floor.py [--goals 200] [--processes] [--executor rclpy]
+[--json hops.json]"""
 
 from __future__ import annotations
 
@@ -116,6 +119,8 @@ def main() -> None:
     parser.add_argument("--goals", type=int, default=200)
     parser.add_argument("--processes", action="store_true", help="the server in a process of its own")
     parser.add_argument("--executor", choices=["ours", "rclpy"], default="ours")
+    parser.add_argument("--json", help="write each hop's milliseconds here")
+    parser.add_argument("--announce", action="store_true", help="print 'sending' once the first goal can go")
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -136,6 +141,8 @@ def main() -> None:
     assert client.client.wait_for_server(timeout_sec=30), "no server"
     warm = 20
     client.count = warm + args.goals
+    if args.announce:
+        print("sending", flush=True)
     for i in range(client.count):
         client.send(i)
         time.sleep(GAP_S)
@@ -157,10 +164,15 @@ def main() -> None:
     print(f"bare rclpy action, {layout}, {args.executor} executor: {args.goals} goals, "
           f"one every {GAP_S * 1000:.0f} ms")
     print(f"  {'hop':<14} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
+    hops = {}
     for name, start, end in (("goal request", client.sent, accepted), ("goal response", accepted, client.responded),
                              ("result", ended, client.resulted)):
         ms = np.array([(end[i] - start[i]) * 1000 for i in measured])
+        hops[name] = ms.tolist()
         print(f"  {name:<14} {np.percentile(ms, 50):8.2f} {np.percentile(ms, 99):8.2f} {ms.max():8.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(hops, f)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,13 @@ Every node marks the hops it sees (`llm_planner/ros/hops.py`); the table separat
 middleware's transport hops from time that is not the middleware's: waiting for the engine's
 current iteration to end, the planner's own generation, and a goal waiting at a busy robot.
 
+Beside each scenario, in another ROS domain (`--floor-domain`, default this one + 1), a bare
+rclpy action client and server (benchmarks/rclpy_floor.py, laid out as the scenario: in one
+process, or the server in its own) exchange a goal every 50 ms while the probes run: what the
+same action costs on this machine under the same load, with nothing of llm_planner around it.
+
 Usage: . scripts/env.sh && python benchmarks/ros_overhead.py [--tasks 200] [--robot-links threads|process]
-[--json out/ros_overhead.json]"""
+[--robots-per-process N] [--no-floor] [--json out/ros_overhead.json]"""
 
 from __future__ import annotations
 
@@ -45,6 +50,8 @@ SPANS = [
     ("planner (generation)", "enqueued", "decided", False),
     ("planner -> goal sent", "decided", "sent", True),
     ("goal request", "sent", "accepted", True),
+    ("  of it: to server's take", "sent", "taken", True),  # DDS, the server's wake and turn
+    ("  of it: rclpy accepts", "taken", "accepted", True),  # goal handle, response, status
     ("goal response", "accepted", "acknowledged", True),
     ("queued at robot", "accepted", "started", False),
     ("feedback", "started", "reported", True),
@@ -62,6 +69,8 @@ class Scenario:
     robots: int
     load: bool
     robot_links: str  # the planner parameter robot_links
+    robots_per_process: int | None = None  # processes layout; None: as few processes as discovery allows
+    floor_domain: int | None = None  # the bare rclpy pair's ROS domain; None: no pair
 
     @property
     def name(self) -> str:
@@ -76,9 +85,21 @@ class Scenario:
         return probes + loaders
 
 
+def start_floor(scenario: Scenario, n_goals: int, out: Path) -> subprocess.Popen:
+    """The bare rclpy pair, in its own domain, started and ready to send (rclpy_floor.py)."""
+    command = [sys.executable, str(Path(__file__).with_name("rclpy_floor.py")), "--goals", str(n_goals),
+               "--json", str(out), "--announce"] + (["--processes"] if scenario.layout == "processes" else [])
+    floor = subprocess.Popen(command, env={**os.environ, "ROS_DOMAIN_ID": str(scenario.floor_domain)},
+                             stdout=subprocess.PIPE, text=True)
+    line = floor.stdout.readline().strip()
+    assert line == "sending", f"the bare rclpy pair did not start: {line!r}"
+    return floor
+
+
 def drive(client: TaskClient, scenario: Scenario, n_tasks: int) -> dict:
     """Warm up every robot once, then publish the probe tasks one every GAP_S (and, under
-    load, keep LOAD_GENERATIONS long tasks in flight). Returns the probe ids."""
+    load, keep LOAD_GENERATIONS long tasks in flight), the bare rclpy pair, if any, sending
+    its goals meanwhile. Returns the probe ids (and the pair's hops)."""
     robots = scenario.fleet()
     started = time.monotonic()
     cold = list(robots)
@@ -109,6 +130,8 @@ def drive(client: TaskClient, scenario: Scenario, n_tasks: int) -> dict:
     ids = []
     top_up()
     time.sleep(1.0 if loaders else 0.0)  # let the load's generations start
+    floor_out = Path(tempfile.mkdtemp(prefix="floor-")) / "floor.json"
+    floor = start_floor(scenario, n_tasks, floor_out) if scenario.floor_domain is not None else None
     for k in range(n_tasks):
         top_up()
         in_flight_counts.append(sum(client.terminal(t) is None for t in in_flight.values()))
@@ -116,9 +139,16 @@ def drive(client: TaskClient, scenario: Scenario, n_tasks: int) -> dict:
         ids.append(task_id)
         client.publish(task_id, f"r{k % scenario.robots:02d}", instruction(PROBE_TRACE), urgency=1)
         time.sleep(GAP_S)
+    floor_ms = {}
+    if floor is not None:
+        try:
+            assert floor.wait(timeout=120) == 0, "the bare rclpy pair failed"
+        finally:
+            floor.kill()  # if it has not ended (no-op otherwise)
+        floor_ms = {hop: np.array(ms) for hop, ms in json.loads(floor_out.read_text()).items()}
     assert client.wait_terminal(ids + list(in_flight.values()), timeout=300), "probe tasks did not end"
     failed = [t for t in ids if client.terminal(t).state != TaskStatus.SUCCEEDED]
-    return {"probes": ids, "failed": failed,
+    return {"probes": ids, "failed": failed, "floor_ms": floor_ms,
             "load_in_flight_mean": float(np.mean(in_flight_counts)) if loaders else 0.0}
 
 
@@ -150,7 +180,7 @@ def run_processes(scenario: Scenario, n_tasks: int, hops_dir: Path) -> dict:
     params_file.write_text(yaml.safe_dump({"llm_planner": {"ros__parameters": {"robot_links": scenario.robot_links}}}))
     # The planner, this benchmark's client and the links process, if any, are more.
     others = 2 + (scenario.robot_links == "process")
-    per_process = -(-len(robots) // (MAX_PROCESSES - others))
+    per_process = scenario.robots_per_process or -(-len(robots) // (MAX_PROCESSES - others))
     env = {**os.environ, ENV: str(hops_dir), "PYTHONFAULTHANDLER": "1"}
     specs = node_specs(None, str(fleet_file), robots_per_process=per_process, params_file=str(params_file))
     procs = [subprocess.Popen(spec.command(), env=env, stdout=subprocess.DEVNULL,
@@ -218,16 +248,31 @@ def main() -> None:
                              "a process of their own, or as threads of the planner's process")
     parser.add_argument("--switch-interval", type=float,
                         help="sys.setswitchinterval for this process (the planner's, in the one-process layout)")
+    parser.add_argument("--robots-per-process", type=int,
+                        help="processes layout: robot servers per process (default: as few processes as "
+                             f"Fast DDS discovers on one host, {MAX_PROCESSES})")
+    parser.add_argument("--floor-domain", type=int,
+                        help="the ROS domain of the bare rclpy pair beside each scenario (default: this one + 1)")
+    parser.add_argument("--no-floor", action="store_true", help="no bare rclpy pair beside the scenarios")
     args = parser.parse_args()
     args.robot_links = args.robot_links or load_planner_config().robot_links
+    floor_domain = None
+    if not args.no_floor:
+        floor_domain = args.floor_domain
+        if floor_domain is None:
+            floor_domain = int(os.environ.get("ROS_DOMAIN_ID", "0")) + 1
+        if floor_domain == int(os.environ.get("ROS_DOMAIN_ID", "0")):
+            parser.error("--floor-domain must not be the benchmark's own ROS_DOMAIN_ID")
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     scenarios = []
     for layout in args.layouts.split(","):
-        scenarios += [Scenario(layout, int(n), False, args.robot_links) for n in args.robots.split(",")]
+        scenarios += [Scenario(layout, int(n), False, args.robot_links, args.robots_per_process, floor_domain)
+                      for n in args.robots.split(",")]
         if not args.no_load:
-            scenarios.append(Scenario(layout, max(int(n) for n in args.robots.split(",")), True, args.robot_links))
+            scenarios.append(Scenario(layout, max(int(n) for n in args.robots.split(",")), True, args.robot_links,
+                                      args.robots_per_process, floor_domain))
     results = {}
     for scenario in scenarios:
         hops_dir = Path(tempfile.mkdtemp(prefix="hops-"))
@@ -240,7 +285,8 @@ def main() -> None:
         results[scenario.name] = {"robots": scenario.robots, "layout": scenario.layout, "load": scenario.load,
                                   "robot_links": scenario.robot_links,
                                   "failed": info["failed"], "load_in_flight_mean": info["load_in_flight_mean"],
-                                  "spans": {k: row(v) for k, v in measured.items()}}
+                                  "spans": {k: row(v) for k, v in measured.items()},
+                                  "bare_rclpy": {k: row(v) for k, v in info["floor_ms"].items()}}
         print(f"\n{scenario.name}: {len(info['probes'])} probe tasks, {len(info['failed'])} failed"
               + (f", {info['load_in_flight_mean']:.1f} load tasks in flight on average" if scenario.load else "")
               + f" ({time.monotonic() - started:.0f} s)")
@@ -252,6 +298,10 @@ def main() -> None:
             if r["n"]:
                 print(f"  {name:<28} {kinds[name]:<10} {r['n']:>5} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
                       f"{r['max_ms']:>8.2f}", flush=True)
+        for name, values in info["floor_ms"].items():
+            r = row(values)
+            print(f"  {'bare rclpy: ' + name:<28} {'floor':<10} {r['n']:>5} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
+                  f"{r['max_ms']:>8.2f}", flush=True)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(results, indent=2))
