@@ -161,6 +161,7 @@ def run_in_process(scenario: Scenario, n_tasks: int, hops_dir: Path) -> dict:
 
 
 MAX_PROCESSES = 32  # what Fast DDS discovers on one host under LOCALHOST discovery (fleet_main.node_specs)
+MAX_DOMAIN_ID = 232  # the largest ROS domain id Fast DDS's port mapping allows
 
 
 def run_processes(scenario: Scenario, n_tasks: int, hops_dir: Path) -> dict:
@@ -252,17 +253,19 @@ def main() -> None:
                         help="processes layout: robot servers per process (default: as few processes as "
                              f"Fast DDS discovers on one host, {MAX_PROCESSES})")
     parser.add_argument("--floor-domain", type=int,
-                        help="the ROS domain of the bare rclpy pair beside each scenario (default: this one + 1)")
+                        help="the ROS domain of the bare rclpy pair beside each scenario (default: this one + 1, "
+                             f"or - 1 at {MAX_DOMAIN_ID})")
     parser.add_argument("--no-floor", action="store_true", help="no bare rclpy pair beside the scenarios")
     args = parser.parse_args()
     args.robot_links = args.robot_links or load_planner_config().robot_links
     floor_domain = None
     if not args.no_floor:
+        own = int(os.environ.get("ROS_DOMAIN_ID", "0"))
         floor_domain = args.floor_domain
         if floor_domain is None:
-            floor_domain = int(os.environ.get("ROS_DOMAIN_ID", "0")) + 1
-        if floor_domain == int(os.environ.get("ROS_DOMAIN_ID", "0")):
-            parser.error("--floor-domain must not be the benchmark's own ROS_DOMAIN_ID")
+            floor_domain = own + 1 if own < MAX_DOMAIN_ID else own - 1
+        if floor_domain == own or not 0 <= floor_domain <= MAX_DOMAIN_ID:
+            parser.error(f"--floor-domain must be another ROS domain than this one ({own}), 0 to {MAX_DOMAIN_ID}")
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
