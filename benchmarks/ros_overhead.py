@@ -92,7 +92,9 @@ def start_floor(scenario: Scenario, n_goals: int, out: Path) -> subprocess.Popen
     floor = subprocess.Popen(command, env={**os.environ, "ROS_DOMAIN_ID": str(scenario.floor_domain)},
                              stdout=subprocess.PIPE, text=True)
     line = floor.stdout.readline().strip()
-    assert line == "sending", f"the bare rclpy pair did not start: {line!r}"
+    if line != "sending":
+        floor.kill()
+        raise AssertionError(f"the bare rclpy pair did not start: {line!r}")
     return floor
 
 
