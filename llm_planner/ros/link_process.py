@@ -31,12 +31,11 @@ import time
 from llm_planner.domain.clock import WallClock
 from llm_planner.domain.tasks import DispatchedSegment
 from llm_planner.ros.hops import HopLog
-from llm_planner.ros.robot_client import PlannerSide, RosRobotPort
+from llm_planner.ros.robot_client import TIMEOUT_CHECK_S, PlannerSide, RosRobotPort
 from llm_planner.settings.fleet import FleetConfig
 
 log = logging.getLogger(__name__)
 
-CHECK_S = 0.2  # how often the child checks its links for timeouts (the in-process links: the planner node's timer)
 START_S = 60.0  # for the child to import rclpy and make its nodes
 _HEADER = struct.Struct("!I")
 _LIBC = ctypes.PyDLL(None)  # a PyDLL call keeps the GIL: see Channel.send
@@ -108,7 +107,10 @@ class Channel:
 class LinkProcessPort(PlannerSide):
     """Planner → robots through the links process."""
 
-    link_nodes: list = []  # nothing to spin here
+    @property
+    def link_nodes(self) -> list:
+        """Nothing to spin in the planner's process: the links are the child's."""
+        return []
 
     def __init__(self, fleet: FleetConfig, driver_post, clock: WallClock, timeout_s: float,
                  hops: HopLog | None = None, node_name: str = "llm_planner") -> None:
@@ -249,7 +251,7 @@ def serve(channel: Channel) -> None:
                       setup["timeout_s"], hops)
     spinning = Spinning(port.link_nodes)
     channel.send(("ready",))
-    next_check = time.monotonic() + CHECK_S
+    next_check = time.monotonic() + TIMEOUT_CHECK_S
     try:
         while True:
             if channel.poll(max(0.0, next_check - time.monotonic())):
@@ -270,7 +272,7 @@ def serve(channel: Channel) -> None:
                     log.exception("robot links: %s failed", kind)
             if time.monotonic() >= next_check:
                 port.check_timeouts()
-                next_check = time.monotonic() + CHECK_S
+                next_check = time.monotonic() + TIMEOUT_CHECK_S
     finally:
         spinning.shutdown()  # destroys the link nodes
         hops.write()

@@ -28,7 +28,7 @@ from llm_planner.ros.hops import HopLog
 from llm_planner.ros.link_process import LinkProcessPort
 from llm_planner.ros.parameters import declare_planner_parameters
 from llm_planner.ros.qos import TOPIC
-from llm_planner.ros.robot_client import RosRobotPort
+from llm_planner.ros.robot_client import TIMEOUT_CHECK_S, RosRobotPort
 from llm_planner.sched.queues import get_policy
 from llm_planner.settings.config import ConfigError, PlannerConfig
 from llm_planner.settings.fleet import FleetConfig
@@ -87,7 +87,7 @@ class PlannerNode(Node):
             self.port.close()  # the links' process, if any, goes with the node that failed to start
             raise
         if isinstance(self.port, RosRobotPort):  # the links' process checks its own links' timeouts
-            self._timeouts = self.create_timer(0.2, self.port.check_timeouts)
+            self._timeouts = self.create_timer(TIMEOUT_CHECK_S, self.port.check_timeouts)
         self.driver = LiveDriver(self.planner)
         self._ids = itertools.count(1)
         self._sub = self.create_subscription(Task, TASKS_TOPIC, self._on_task, TOPIC,

@@ -29,6 +29,7 @@ REASK_FIRST_S = 0.25  # after seeing a goal end without its result, before askin
 # (`server_is_ready()`) holds the GIL ~0.1 ms with fifty robots, and was asked for every goal
 # and, for every busy link, five times a second.
 PRESENT_S = 0.5
+TIMEOUT_CHECK_S = 0.2  # how often the port checks its busy links for timeouts (check_timeouts)
 _ENDED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_CANCELED, GoalStatus.STATUS_ABORTED)
 
 
