@@ -27,7 +27,7 @@ def _measure(dtype: str) -> dict:
     config = load_planner_config()
     vllm_cfg = config.vllm.model_copy(update={"constrained": False,
                                               "engine_args": {**config.vllm.engine_args, "dtype": dtype}})
-    engine = make_vllm_engine(config.model_copy(update={"vllm": vllm_cfg}), WallClock(), require_profile=False)
+    engine = make_vllm_engine(config.model_copy(update={"vllm": vllm_cfg}), WallClock())
     profiler = EngineProfiler(engine, log=lambda _: None)
     (_, prefill_s), = profiler.measure_prefill([256], 2)
     steps = {batch: s for batch, _, s in profiler.measure_decode([1, 8], [256], 6)}

@@ -40,7 +40,7 @@ def _run_one(dtype: str, max_tokens: int) -> dict:
         "engine_args": {**config.vllm.engine_args, "dtype": dtype, "logprobs_mode": "processed_logprobs"},
         "sampling": {**config.vllm.sampling, "logprobs": 2},
     })
-    engine = make_vllm_engine(config.model_copy(update={"vllm": vllm_cfg}), VirtualClock(), require_profile=False)
+    engine = make_vllm_engine(config.model_copy(update={"vllm": vllm_cfg}), VirtualClock())
     captured: dict[str, list] = {}
     step = engine.llm.step
 

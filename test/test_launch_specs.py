@@ -49,6 +49,7 @@ def test_console_scripts_exist():
         assert f'"{script} = ' in setup
 
 
+@pytest.mark.ros
 def test_fleet_command_reports_bad_files(tmp_path, capsys):
     from llm_planner.ros.fleet_main import main
 

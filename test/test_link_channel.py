@@ -11,6 +11,8 @@ from ros_fixtures import rclpy  # noqa: F401 (skips this module without a ROS 2 
 
 from llm_planner.ros.link_process import Channel
 
+pytestmark = pytest.mark.ros
+
 
 @pytest.fixture
 def pair():

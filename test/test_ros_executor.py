@@ -12,6 +12,8 @@ from ros_fixtures import rclpy  # noqa: F401 (skips this module without a ROS 2 
 
 from llm_planner.ros.executor import NodeExecutor
 
+pytestmark = pytest.mark.ros
+
 GOAL_S = 10.0
 
 
@@ -47,6 +49,25 @@ def turning(executor: NodeExecutor, turn_timeout_s: float | None = 0.05):
         stop.set()
         executor.wake()
         thread.join()
+
+
+def wait_for_action_messages(client, context, kinds: tuple[str, ...], timeout_s: float = GOAL_S) -> bool:
+    """Wait, without taking anything, until messages of every kind (feedback, status,
+    goal_response, cancel_response, result_response) are waiting for the action client."""
+    from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+
+    counts = client.get_num_entities()
+    wait_set = _rclpy.WaitSet(counts.num_subscriptions, counts.num_guard_conditions, counts.num_timers,
+                              counts.num_clients, counts.num_services, counts.num_events, context.handle)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        wait_set.clear_entities()
+        client.add_to_wait_set(wait_set)
+        wait_set.wait(int(0.1e9))
+        client.is_ready(wait_set)  # records which kinds are ready in the client's flags
+        if all(getattr(client, f"_is_{kind}_ready") for kind in kinds):
+            return True
+    return False
 
 
 def spin_until(executor: NodeExecutor, condition, timeout_s: float = GOAL_S) -> bool:
@@ -126,10 +147,9 @@ def test_an_action_message_and_the_callbacks_it_completes_run_in_one_turn_in_rcl
                 assert handle.accepted
                 result = handle.get_result_async()
                 result.add_done_callback(lambda f: order.append("result"))
-                time.sleep(0.2)  # the result request reaches the server before the goal ends
                 release.set()
                 assert ended.wait(GOAL_S)
-                time.sleep(1.0)  # feedback and the result response are both waiting now
+                assert wait_for_action_messages(client, client_node.context, ("feedback", "result_response"))
                 executor.spin_once(timeout_sec=0.0)  # one turn
             finally:
                 release.set()

@@ -10,6 +10,8 @@ from ros_fixtures import TRACES, instruction, start_fleet
 
 from llm_planner.settings.fleet import RobotConfig
 
+pytestmark = pytest.mark.ros
+
 FAST = {"time_scale": 0.05}
 
 
@@ -170,13 +172,11 @@ def test_goal_cancel_stops_the_call_and_is_reported(fleet):
         running = robot._running
         assert bytes(running.goal_handle.goal_id.uuid) == bytes(handle.goal_id.uuid)
         assert "{0}".format(running.goal_handle.goal_id.uuid) == bytes(handle.goal_id.uuid).hex()
-        t0 = time.monotonic()
         canceling = handle.cancel_goal_async()
         assert wait_until(canceling.done, 10)
         result = handle.get_result_async()
         assert wait_until(result.done, 10)
-        assert time.monotonic() - t0 < 5  # d(200) at time_scale 0.05 would take 10 s
-        assert result.result().status == GoalStatus.STATUS_CANCELED
+        assert result.result().status == GoalStatus.STATUS_CANCELED  # not SUCCEEDED: d(200) did not run out
         assert result.result().result.message == "canceled during d(200)"
     finally:
         client.destroy()
@@ -235,34 +235,38 @@ def test_a_plans_next_waiting_segment_follows_without_a_gap(fleet):
     from rclpy.action import ActionClient
 
     client = ActionClient(fleet.client, ExecuteSegment, "/drone2/execute_segment")
-    starts: dict[int, float] = {}
     server = fleet.fleet.robot("drone2")
-    parse = server._calls
+    parse, begin = server._calls, server._begin
+    first_call_starts: list[float] = []  # the robot's own clock, as it times calls
 
     def slow_parse(goal):
         time.sleep(0.05)
         return parse(goal)
 
+    def recording_begin(job, first_call_s):
+        if job.task_id == "gapless":
+            first_call_starts.append(first_call_s)
+        return begin(job, first_call_s)
+
     def send(index, calls, last):
-        def on_feedback(msg, index=index):
-            if msg.feedback.call_index == 0:
-                starts[index] = msg.feedback.stamp.sec + msg.feedback.stamp.nanosec * 1e-9
         sent = client.send_goal_async(ExecuteSegment.Goal(task_id="gapless", segment_index=index, text=";".join(calls),
-                                                          calls=calls, last=last), feedback_callback=on_feedback)
+                                                          calls=calls, last=last))
         assert wait_until(sent.done, 10) and sent.result().accepted
         return sent.result().get_result_async()
 
-    server._calls = slow_parse
+    server._calls, server._begin = slow_parse, recording_begin
     try:
         assert client.wait_for_server(timeout_sec=10)
         first = send(0, ["tc(30)", "tc(30)"], last=False)
         second = send(1, ["tc(30)"], last=True)
-        assert wait_until(lambda: first.done() and second.done() and len(starts) == 2, 20)
+        assert wait_until(lambda: first.done() and second.done(), 20)
         a, b = first.result().result, second.result().result
-        assert a.success and b.success and len(a.call_times_s) == 2
-        assert sum(a.call_times_s) == pytest.approx(starts[1] - starts[0], abs=0.005)
+        assert a.success and b.success and len(a.call_times_s) == 2 and len(first_call_starts) == 2
+        # the first segment's calls cover the robot's time up to the second's first call, exactly
+        assert sum(a.call_times_s) == pytest.approx(first_call_starts[1] - first_call_starts[0], rel=1e-9)
+        assert a.call_times_s[-1] >= 0.05  # the slow parse of the next segment counts to the last call
     finally:
-        del server._calls
+        del server._calls, server._begin
         client.destroy()
 
 

@@ -8,6 +8,8 @@ from ros_fixtures import instruction, start_fleet
 from llm_planner.ros.hops import ENV, read_hops
 from llm_planner.settings.fleet import RobotConfig
 
+pytestmark = pytest.mark.ros
+
 # One segment's path, in the order it is passed (the goal's response and feedback are
 # answered while the robot runs, so only their own hop is ordered: after accepted / started).
 PATH = ["published", "received", "enqueued", "decided", "sent", "taken", "accepted", "started", "ended", "result"]

@@ -4,9 +4,12 @@ sent after (no task waits for good)."""
 
 import time
 
+import pytest
 from ros_fixtures import instruction, start_fleet
 
 from llm_planner.settings.fleet import RobotConfig
+
+pytestmark = pytest.mark.ros
 
 
 def test_segments_fail_with_why_when_the_links_process_ends():

@@ -4,11 +4,12 @@ reading the recording back."""
 import json
 
 import pytest
-
 import ros_fixtures  # noqa: F401  (requires the built workspace)
 
 from llm_planner.commands.lrtrace import main
 from llm_planner.ros.replay import read_recording
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 
 def test_replay_record_report(tmp_path, capsys):

@@ -2,9 +2,12 @@
 
 import time
 
+import pytest
 from ros_fixtures import TRACES, instruction, start_fleet
 
 from llm_planner.settings.fleet import RobotConfig
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 
 def test_urgent_first_segment_overtakes_a_backlog():

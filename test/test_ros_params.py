@@ -17,6 +17,8 @@ from llm_planner.settings.config import ConfigError, PlannerConfig, load_planner
 from llm_planner.settings.parameters import config_from_parameters, level_specs, parameter_specs
 from llm_planner.settings.paths import data_path
 
+pytestmark = pytest.mark.ros
+
 PARAMS_FILE = data_path("config", "planner_params.yaml")
 
 

@@ -18,6 +18,8 @@ from ros_fixtures import instruction  # noqa: F401 (skips this module without a 
 
 from llm_planner.ros.fleet_main import node_specs
 
+pytestmark = pytest.mark.ros
+
 TEST_DIR = Path(__file__).resolve().parent
 
 IN_PROCESS = """

@@ -55,6 +55,7 @@ def test_failures_are_reported(drone):
     assert not results[1].success and "not found" in results[1].message
 
 
+@pytest.mark.ros
 def test_a_plan_flown_through_the_fleet_over_ros():
     from ros_fixtures import instruction, start_fleet
 

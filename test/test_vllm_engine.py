@@ -26,6 +26,8 @@ from llm_planner.catalog.skills import load_skill_set
 from llm_planner.domain.clock import VirtualClock
 from llm_planner.engine.plan_constraint import EXTRA_ARG
 
+pytestmark = pytest.mark.vllm
+
 TASKS = [
     ("minispec_drone", "Scene: [door, person, chair]. Turn right 90 degrees, fly 100 cm forward, take a picture."),
     ("minispec_arm", "Scene: [apple, banana, blue bowl]. Put the apple and the banana in the blue bowl."),

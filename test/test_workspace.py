@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.ros
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

