@@ -90,13 +90,14 @@ bench: setup
 	$(ENV) python benchmarks/sim_speed.py
 	$(ENV) python benchmarks/ros_overhead.py
 
-# Regenerates docs/results (the README's tables and plots).
+# Regenerates docs/results/simulation (the simulated tables and plots of docs/performance.md).
 results: setup
 	for w in wid1 wid2 wid3; do \
-	  $(ENV) lrtrace compare $$w --seeds 5 --json docs/results/$$w.json --markdown docs/results/$$w.md \
-	    --plots docs/results/$$w --quiet > docs/results/$$w.txt; \
-	  $(ENV) lrtrace compare $$w --seeds 5 --max-batch 8 --json docs/results/$$w-batch8.json \
-	    --markdown docs/results/$$w-batch8.md --plots docs/results/$$w-batch8 --quiet > docs/results/$$w-batch8.txt; \
+	  $(ENV) lrtrace compare $$w --seeds 5 --json docs/results/simulation/$$w.json \
+	    --markdown docs/results/simulation/$$w.md --plots docs/results/simulation/$$w --quiet > docs/results/simulation/$$w.txt; \
+	  $(ENV) lrtrace compare $$w --seeds 5 --max-batch 8 --json docs/results/simulation/$$w-batch8.json \
+	    --markdown docs/results/simulation/$$w-batch8.md --plots docs/results/simulation/$$w-batch8 --quiet \
+	    > docs/results/simulation/$$w-batch8.txt; \
 	done
 
 clean:

@@ -6,7 +6,7 @@ states and the commonest failure messages.
 
 With `--tracemalloc N`: after the 300, tracemalloc starts and N more tasks follow (the
 whole process runs several times slower); prints the memory grown per task and where.
-This is how the README's stress runs on results kept 1, 2 and 5 s were made.
+How docs/results/ros-path/findings/burst-tracemalloc-kept-1s.txt was made.
 
 Usage: . scripts/env.sh && python benchmarks/burst_probe.py [--gap 0.01] [--tracemalloc 600]"""
 

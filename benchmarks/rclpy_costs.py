@@ -1,5 +1,5 @@
-"""What a few rclpy operations cost here, each holding the GIL (README "ROS path"):
-one turn of rclpy's SingleThreadedExecutor and of ours (ros/executor.py) for a node that
+"""What a few rclpy operations cost here, each holding the GIL (docs/performance.md):
+one turn of rclpy's SingleThreadedExecutor and of llm_planner's NodeExecutor (ros/executor.py) for a node that
 holds one action client (as a robot link does), woken by a guard condition;
 `ActionClient.server_is_ready()` with 1 and 50 robots' action servers in the process; and
 formatting a goal's UUID (a numpy array) as rclpy's action server does for its debug messages,

@@ -1,6 +1,6 @@
 """The floor under benchmarks/ros_overhead.py: the same action (ExecuteSegment) between a bare
 rclpy action client and a bare rclpy action server that accepts every goal and succeeds at
-once, each node spinning in an executor on its own thread (as llm_planner's nodes do: ours,
+once, each node spinning in an executor on its own thread (as llm_planner's nodes do: NodeExecutor,
 ros/executor.py, or with `--executor rclpy` rclpy's SingleThreadedExecutor), nothing else
 running. Goals go one at a time, one every 50 ms, like the probes there.
 The client sends goals with the planner's links' `send_goal` (one future per goal, none left
@@ -118,7 +118,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--goals", type=int, default=200)
     parser.add_argument("--processes", action="store_true", help="the server in a process of its own")
-    parser.add_argument("--executor", choices=["ours", "rclpy"], default="ours")
+    parser.add_argument("--executor", choices=["node", "rclpy"], default="node",
+                        help="node: llm_planner's NodeExecutor (default); rclpy: its SingleThreadedExecutor")
     parser.add_argument("--json", help="write each hop's milliseconds here")
     parser.add_argument("--announce", action="store_true", help="print 'sending' once the first goal can go")
     parser.add_argument("--serve", help=argparse.SUPPRESS)

@@ -1,4 +1,4 @@
-"""Write the two held-out workloads of issue 14 in the TimelyLLM artifact's JSON format:
+"""Write the two held-out workloads in the TimelyLLM artifact's JSON format:
 
 - drone_burst: eight Tello drones; two bursts of normal tasks (survey, inspect, fetch a view)
   with urgent alerts (obstacle, person too close, lost target) arriving inside each burst;

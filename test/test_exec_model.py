@@ -85,7 +85,7 @@ def test_samples_written_by_the_fleet_are_read_back_per_robot_type(tmp_path):
 
 
 def test_a_simulated_live_robot_draws_the_times_of_a_simulated_run(drone):
-    """Issue 15 point 7: live and simulated runs of a workload give a task's calls the same
+    """Live and simulated runs of a workload give a task's calls the same
     times (per task, in plan order, from the seed), whatever else the robot ran in between."""
     from llm_planner.dispatch.robot_port import CallTimeSource
     from llm_planner.domain.tasks import DispatchedSegment

@@ -1,4 +1,4 @@
-"""Per-task comparison of a live and a simulated run (issue 15 point 7)."""
+"""Per-task comparison of a live and a simulated run."""
 
 import math
 

@@ -388,7 +388,7 @@ def test_a_result_the_robot_no_longer_keeps_fails_the_task_with_why(fleet):
 
 
 def test_an_engine_that_stops_answering_fails_its_tasks_and_the_node_goes_on(fleet):
-    """Issue 15: the planner node's engine hangs inside a step; after the time limit the task
+    """The planner node's engine hangs inside a step; after the time limit the task
     inside fails with the reason, the engine is replaced and the node plans the next task."""
     c = fleet.client
     node = fleet.fleet.planner_node

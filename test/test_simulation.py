@@ -152,7 +152,7 @@ def run_planner(config, tokenizer, requests, policy="timely", engine_class=None,
 
 
 def test_an_engine_fault_fails_the_tasks_inside_and_the_planner_goes_on(config, tokenizer):
-    """Issue 15: an exception inside an engine step fails the tasks whose generations were in
+    """An exception inside an engine step fails the tasks whose generations were in
     the engine, with the reason; the engine is restarted and later tasks are planned."""
     from llm_planner.engine import SimEngine
 
@@ -181,7 +181,7 @@ def test_an_engine_fault_fails_the_tasks_inside_and_the_planner_goes_on(config, 
 
 
 def test_an_engine_that_stops_answering_is_replaced_and_the_planner_goes_on(config, tokenizer):
-    """Issue 15: an engine step that never returns fails the tasks inside after the time
+    """An engine step that never returns fails the tasks inside after the time
     limit, with the reason; a new engine plans the later tasks."""
     import threading
 
@@ -255,7 +255,7 @@ def test_a_shared_engine_that_stops_answering_is_replaced_for_the_runs_after_it(
 
 
 def test_a_long_running_planner_keeps_only_the_latest_finished_records(config, tokenizer):
-    """Issue 15 point 6: memory stays bounded; a duplicate task_id is still found among the
+    """Memory stays bounded; a duplicate task_id is still found among the
     records kept."""
     planner, statuses = run_planner(config, tokenizer, [request(t) for t in "abcde"], keep_finished=2,
                                     then=[request("e")])

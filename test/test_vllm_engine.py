@@ -6,8 +6,8 @@ recomputes its last partial KV block by prefill where an uninterrupted one decod
 positions, and in bfloat16 the two differ by up to ~0.1 nats while greedy margins are
 multiples of bf16's logit step (0.0625-0.125, exact ties happen); which near-tie flips then
 depends on the CPU's kernels. In float32 the difference is ~1e-5 nats against a smallest
-margin of 0.02 in these plans (`python benchmarks/resume_numerics.py`, README "Resuming is
-exact"), so token identity is a deterministic check of resuming on any CPU.)"""
+margin of 0.02 in these plans (`python benchmarks/resume_numerics.py`, docs/engine.md, "Resuming
+is exact"), so token identity is a deterministic check of resuming on any CPU.)"""
 
 import os
 
@@ -274,7 +274,7 @@ def test_planner_node_generates_plans_with_the_real_engine_over_ros(engine, conf
 
 
 def test_a_restarted_engine_plans_again(engine):
-    """Issue 15: after a failed step the planner restarts the engine in place: a new vLLM
+    """After a failed step the planner restarts the engine in place: a new vLLM
     engine, without the generations that were inside the old one. (Last in this module: the
     tests above use the engine they started with.)"""
     engine.reset()

@@ -59,7 +59,7 @@ def _config(args):
 
 
 def resolve_workload(spec: str, traces_path: str | None, config) -> tuple[str, Callable[[int], Workload], TraceSet]:
-    """A workload file (ours or the TimelyLLM artifact's) or a preset name (composed per seed)."""
+    """A workload file (LRTrace's format or the TimelyLLM artifact's) or a preset name (composed per seed)."""
     path = Path(spec)
     if path.is_file():
         workload, texts = load_workload(path)

@@ -76,11 +76,11 @@ def _print_overhead(measurements, engine) -> None:
     bare_prefill, bare_step = bare_model_forward(engine.model_dir, engine.dtype, prompt_tokens=tokens)
     print(f"bare model in transformers ({engine.dtype}, same threads), for the engine's overhead:")
     print(f"  {'':30s} {'vLLM':>10s} {'bare model':>11s} {'overhead':>9s}")
-    for what, ours, bare in ((f"prefill, cold, per token ({tokens})", prefill / tokens if prefill else None,
+    for what, engine_s, bare in ((f"prefill, cold, per token ({tokens})", prefill / tokens if prefill else None,
                               bare_prefill),
                              (f"decode step, batch 1 (context {tokens})", step, bare_step)):
-        if ours is not None:
-            print(f"  {what:30s} {ours * 1000:7.2f} ms {bare * 1000:8.2f} ms {(ours / bare - 1) * 100:+8.0f}%")
+        if engine_s is not None:
+            print(f"  {what:30s} {engine_s * 1000:7.2f} ms {bare * 1000:8.2f} ms {(engine_s / bare - 1) * 100:+8.0f}%")
 
 
 def cmd_profile_engine(args) -> int:
@@ -177,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "choice for this machine)")
     p.add_argument("--config", help="planner config whose vllm section is used (default: config/planner.yaml)")
     p.add_argument("--model", help="local HF model folder (default: the config's vllm.model)")
-    p.add_argument("--tolerance", type=float, default=0.3, help="measure this machine above this relative error (default 0.3)")
+    p.add_argument("--tolerance", type=float, default=0.3,
+                   help="measure this machine above this relative error (default 0.3)")
     p.set_defaults(func=cmd_check_engine)
     p = sub.add_parser("fit", help="refit an execution-time model from recorded (skill, arg, seconds) samples")
     p.add_argument("samples", help="CSV with header skill,arg,seconds (arg may be empty)")

@@ -2,7 +2,7 @@
 
 Machines of one kind differ in CPU: some have native bfloat16 (AVX-512-BF16 or AMX), some only
 AVX2, where vLLM's CPU kernels emulate bfloat16 and run 4-5x slower at prefill than in float32
-(measurements in README.md, "CPU classes"). So the dtype is chosen from the CPU's flags, and
+(measurements in docs/install.md, "CPU classes"). So the dtype is chosen from the CPU's flags, and
 engine profiles are kept per CPU class. No vLLM import here: set-up calls this before vLLM is
 installed, to stop early on a CPU vLLM's CPU build cannot run on.
 """

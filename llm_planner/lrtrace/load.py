@@ -10,7 +10,7 @@ from llm_planner.lrtrace.formats import TRACES_FORMAT, WORKLOAD_FORMAT, FormatEr
 
 
 def load_traces(path: str | Path) -> TraceSet:
-    """Our trace-set format, or the TimelyLLM artifact's trace-set JSON (detected)."""
+    """LRTrace's trace-set format, or the TimelyLLM artifact's trace-set JSON (detected)."""
     path = Path(path)
     raw = read_file(path)
     if importer.is_artifact_traces(raw):
@@ -27,7 +27,7 @@ def load_traces(path: str | Path) -> TraceSet:
 
 
 def load_workload(path: str | Path) -> tuple[Workload, TraceSet | None]:
-    """Our workload format, or the TimelyLLM artifact's job list (detected). An artifact job
+    """LRTrace's workload format, or the TimelyLLM artifact's job list (detected). An artifact job
     list carries each job's task text, so it also yields a partial trace set (no plans)."""
     path = Path(path)
     raw = read_file(path)

@@ -10,7 +10,7 @@ goal is canceled and must end the call early; `task_id` names the task the call 
 - TelloBackend (`tello`): a DJI Tello through djitellopy's SDK commands. Movement and turns
   map to SDK commands; perception calls are answered from a configurable scene file.
 - A real arm: implement `SkillBackend.execute` for its driver and register it in
-  BACKENDS (see docs in README, "Real robots").
+  BACKENDS (docs/ros.md, "The fleet file").
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ that triggers the executor's guard condition twice (so the next wait returns at 
 rebuild the set and wait again), and runs a future's done callbacks in yet another turn. That
 is ~90 µs of CPU per turn here (benchmarks/rclpy_costs.py), under the GIL that the planner,
 the engine and every other node of the process need, and a message takes two or three turns.
-Our nodes each spin in a thread of their own (ros/spin.py) with callbacks that never block,
+The package's nodes each spin in a thread of their own (ros/spin.py) with callbacks that never block,
 so that generality buys nothing: `NodeExecutor` keeps one wait set, refills it from its one
 node's entities (the same rclpy calls), runs what is ready, then the tasks those callbacks
 made (done callbacks, in the order rclpy would run them), all in the same turn.

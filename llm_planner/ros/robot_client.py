@@ -122,7 +122,7 @@ class RobotLink(Node):
         """The goal goes out from this node's executor thread, or from the calling thread if
         the port says so (the links process: nothing there holds the GIL for long). Sent
         straight from the planner thread, a goal left sooner but its response, feedback and
-        result came back while the planner still held the GIL (README "ROS path")."""
+        result came back while the planner still held the GIL (docs/performance.md, "Tried and dropped")."""
         entry = _Pending(task_id, segment.index, worst_s, self.port.clock.now())
         with self._lock:
             self._pending[(task_id, segment.index)] = entry

@@ -2,10 +2,11 @@
 
 rclpy's executors rebuild their wait set in Python from every entity of every node they
 hold, on every wake. With fifty robot servers and the planner's fifty action clients in one
-executor that took 5-40 ms per message on two cores (benchmarks/ros_overhead.py, README "ROS
-path"); a node's own executor waits on that node's entities only. No callback of ours blocks
-(robots move on their own threads), so one thread per node is enough, and the executor is
-ours (`NodeExecutor`, ros/executor.py): one turn per message, half the Python of rclpy's."""
+executor that took 5-40 ms per message on two cores (benchmarks/ros_overhead.py,
+docs/performance.md); a node's own executor waits on that node's entities only. No callback
+of the package blocks (robots move on their own threads), so one thread per node is enough,
+and the executor is `NodeExecutor` (ros/executor.py): one turn per message, half the Python
+of rclpy's."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ log = logging.getLogger(__name__)
 
 
 class _Spin:
-    """One executor spinning on its own daemon thread until `stop()`. The loop is ours, not
-    `executor.spin()`: rclpy 9.1's `Executor.shutdown()` destroys the executor's guard
+    """One executor spinning on its own daemon thread until `stop()`. The loop is this one,
+    not `executor.spin()`: rclpy 9.1's `Executor.shutdown()` destroys the executor's guard
     condition without waiting for a spin in progress (its wait is skipped once the flag is
     set), so a busy executor thread then failed with "'NoneType' object has no attribute
     'trigger'". Stopping the loop and joining the thread before the shutdown avoids that."""

@@ -120,7 +120,7 @@ class PlannerConfig(_Strict):
     robot_links: Literal["process", "threads"] = Field(
         default="process", description="live node: the robot links (the action clients that send segments) run in "
         "a process of their own, where the planner's work cannot hold them up, or as threads of the planner's "
-        "process (README \"ROS path\")")
+        "process (docs/performance.md, \"The ROS path\")")
     batch: BatchConfig = BatchConfig()
     vllm: VllmConfig = VllmConfig()
     # planning/segment_lengths.py

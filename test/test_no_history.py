@@ -1,0 +1,67 @@
+"""The project speaks of itself as it is now: no tracked file or folder name, and no line of
+the README, docs, code, tests, data or saved benchmark output, carries labels of rounds of
+work, tracker numbers or first person. History belongs in commit messages."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HISTORY = re.compile(r"\bsessions?\s+\d|\b(?:this|previous|last|next|earlier|later)\s+(?:session|round)s?\b"
+                     r"|\bissues?\s*#?\d|\brounds?\s+of\s+work\b", re.IGNORECASE)
+FIRST_PERSON = [re.compile(r"\b(?:we|our|ours)\b", re.IGNORECASE), re.compile(r"(?<![\w/'\"`.-])I(?![\w/'\"`-])")]
+HISTORY_NAME = re.compile(r"issue\d|session\d", re.IGNORECASE)
+THIS_FILE = Path(__file__).resolve().relative_to(ROOT).as_posix()  # it spells the patterns out
+
+
+def tracked_files() -> list[str]:
+    try:
+        listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout: the tracked files are unknown")
+    return [name for name in listed.stdout.splitlines() if name != THIS_FILE]
+
+
+def text_of(name: str) -> str | None:
+    data = (ROOT / name).read_bytes() if (ROOT / name).is_file() else b""
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        return None
+
+
+def offending_lines(text: str) -> list[tuple[int, str]]:
+    return [(number, line.strip()) for number, line in enumerate(text.splitlines(), 1)
+            if HISTORY.search(line) or any(pattern.search(line) for pattern in FIRST_PERSON)]
+
+
+def test_no_tracked_name_is_a_round_of_work_or_a_tracker_number():
+    assert [name for name in tracked_files() if HISTORY_NAME.search(name)] == []
+
+
+def test_no_tracked_line_speaks_of_rounds_of_work_tracker_numbers_or_in_the_first_person():
+    found = []
+    for name in tracked_files():
+        text = text_of(name)
+        if text is not None:
+            found += [f"{name}:{number}: {line[:120]}" for number, line in offending_lines(text)]
+    assert found == []
+
+
+@pytest.mark.parametrize("line", [
+    "Measured in session 12 on the AVX2 host.", "As the previous session found,", "See issue 16.",
+    "Fixed for issue #7", "sessions 6-7 changed it", "I could not pin it down.", "Our executor is faster.",
+    "what we measured", "the next round of work"])
+def test_the_check_catches_each_kind(line):
+    assert offending_lines(line) != []
+
+
+@pytest.mark.parametrize("line", [
+    "the previous segment's end", "ros2/rclpy#1532 fixed it upstream", "I/O bound", "round 1 of 2",
+    "a session-free protocol", "an issue with the clock"])
+def test_the_check_leaves_ordinary_words_alone(line):
+    assert offending_lines(line) == []
