@@ -1,5 +1,5 @@
 """What a few rclpy operations cost here, each holding the GIL (docs/performance.md):
-one turn of rclpy's SingleThreadedExecutor and of llm_planner's NodeExecutor (ros/executor.py) for a node that
+one turn of rclpy's SingleThreadedExecutor and of llm_planner's NodeExecutor (ros/rclpy_compat.py) for a node that
 holds one action client (as a robot link does), woken by a guard condition;
 `ActionClient.server_is_ready()` with 1 and 50 robots' action servers in the process; and
 formatting a goal's UUID (a numpy array) as rclpy's action server does for its debug messages,
@@ -25,7 +25,7 @@ from rclpy.node import Node
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
 from ros_fixtures import start_fleet  # noqa: E402
 
-from llm_planner.ros.executor import NodeExecutor  # noqa: E402
+from llm_planner.ros.rclpy_compat import NodeExecutor  # noqa: E402
 from llm_planner.ros.robot_server import _HexUuid  # noqa: E402
 from llm_planner.settings.fleet import RobotConfig  # noqa: E402
 

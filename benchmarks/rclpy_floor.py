@@ -1,7 +1,7 @@
 """The floor under benchmarks/ros_overhead.py: the same action (ExecuteSegment) between a bare
 rclpy action client and a bare rclpy action server that accepts every goal and succeeds at
 once, each node spinning in an executor on its own thread (as llm_planner's nodes do: NodeExecutor,
-ros/executor.py, or with `--executor rclpy` rclpy's SingleThreadedExecutor), nothing else
+ros/rclpy_compat.py, or with `--executor rclpy` rclpy's SingleThreadedExecutor), nothing else
 running. Goals go one at a time, one every 50 ms, like the probes there.
 The client sends goals with the planner's links' `send_goal` (one future per goal, none left
 behind, unlike rclpy 9.1's `send_goal_async`), and the server lists an ended goal as long as a
@@ -35,7 +35,7 @@ from rclpy.node import Node
 
 from llm_planner.ros import spin
 from llm_planner.ros.qos import ACTION_CLIENT, ACTION_SERVER
-from llm_planner.ros.robot_client import send_goal
+from llm_planner.ros.rclpy_compat import send_goal
 from llm_planner.ros.robot_server import GOAL_LISTED_S
 from llm_planner.ros.spin import Spinning
 

@@ -83,3 +83,72 @@ def test_package_xml_declares_every_ros_package_the_code_imports():
     manifest = ElementTree.parse(ROOT / "package.xml").getroot()
     declared = {e.text for e in manifest if e.tag in ("exec_depend", "depend")}
     assert ros_packages - declared == set()
+
+
+COMPAT_MODULES = {"llm_planner/ros/rclpy_compat.py", "llm_planner/engine/vllm_compat.py"}
+VLLM_INTERNALS = {"vllm_config", "engine_core"}  # LLMEngine attributes outside its public calls
+
+
+def package_modules() -> dict[str, ast.Module]:
+    return {path.relative_to(ROOT).as_posix(): ast.parse(path.read_text())
+            for path in ROOT.joinpath("llm_planner").rglob("*.py")}
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not name.endswith("__")
+
+
+def defined_private_names(tree: ast.Module) -> set[str]:
+    """The package's own private names: functions, classes, attributes it assigns."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {name for name in names if private(name)}
+
+
+def private_library_access(path: str, tree: ast.Module, own: set[str]) -> list[str]:
+    found = []
+    for node in ast.walk(tree):
+        where = f"{path}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Attribute) and private(node.attr) and node.attr not in own:
+            found.append(f"{where}: .{node.attr}")
+        elif isinstance(node, ast.Attribute) and node.attr in VLLM_INTERNALS:
+            found.append(f"{where}: .{node.attr}")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr")
+              and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and private(str(node.args[1].value))):
+            found.append(f"{where}: {node.func.id}(..., {node.args[1].value!r})")
+        elif isinstance(node, ast.ImportFrom) and node.module and (
+                node.module.startswith("rclpy.impl") or any(private(part) for part in node.module.split("."))):
+            found.append(f"{where}: from {node.module} import ...")
+    return found
+
+
+def test_private_api_of_rclpy_and_vllm_only_in_the_compat_modules():
+    """A private name the package does not define itself belongs to a library: outside
+    ros/rclpy_compat.py and engine/vllm_compat.py nothing reads one, nor vLLM's internals."""
+    modules = package_modules()
+    own = set().union(*(defined_private_names(tree) for path, tree in modules.items() if path not in COMPAT_MODULES))
+    found = [hit for path, tree in modules.items() if path not in COMPAT_MODULES
+             for hit in private_library_access(path, tree, own)]
+    assert found == []
+    # the check sees the compat modules' own private access
+    compat = {path: private_library_access(path, modules[path], own) for path in COMPAT_MODULES}
+    assert all(compat.values()), compat
+
+
+def test_the_private_access_check_catches_each_kind():
+    snippet = ast.parse("client._lock.acquire()\n"
+                        "llm.vllm_config.cache_config\n"
+                        "getattr(node, '_parameter_overrides', {})\n"
+                        "from rclpy.impl.implementation_singleton import rclpy_implementation\n"
+                        "self._own = 1\nself._own\n")
+    found = [hit.split(": ", 1)[1] for hit in private_library_access("x.py", snippet, own={"_own"})]
+    assert sorted(found) == sorted(["._lock", ".vllm_config", "getattr(..., '_parameter_overrides')",
+                                    "from rclpy.impl.implementation_singleton import ..."])

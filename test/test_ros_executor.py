@@ -1,7 +1,7 @@
-"""NodeExecutor (ros/executor.py): every kind of entity a node holds is served, a message's
+"""NodeExecutor (ros/rclpy_compat.py): every kind of entity a node holds is served, a message's
 callbacks and the done callbacks they cause run in one turn and in rclpy's order, tasks that
 await a future resume when the executor is woken, and new entities are waited on; goals sent
-from another thread while it spins (robot_client.send_goal) all get their response there."""
+from another thread while it spins (rclpy_compat.send_goal) all get their response there."""
 
 import threading
 import time
@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import pytest
 from ros_fixtures import rclpy  # noqa: F401 (skips this module without a ROS 2 workspace)
 
-from llm_planner.ros.executor import NodeExecutor
+from llm_planner.ros.rclpy_compat import NodeExecutor
 
 pytestmark = pytest.mark.ros
 
@@ -211,13 +211,13 @@ def test_an_entity_made_after_the_executor_is_waited_on_and_failures_are_raised_
 
 def test_goals_sent_from_another_thread_all_get_their_response_in_the_executors_thread(ros):
     """The planner thread sends a link's goals while the link's executor spins
-    (`robot_client.send_goal`). rclpy 9.1's `send_goal_async` registers each goal twice, the
+    (`rclpy_compat.send_goal`). rclpy 9.1's `send_goal_async` registers each goal twice, the
     second time outside the client's lock, so a response the executor took in between was lost
     (one in five runs of a 500-task burst test); and every goal left a future behind."""
     from llm_planner_interfaces.action import ExecuteSegment
     from rclpy.action import ActionClient, ActionServer
 
-    from llm_planner.ros.robot_client import send_goal
+    from llm_planner.ros.rclpy_compat import send_goal
 
     client_node, server_node = ros("send_goal_client"), ros("send_goal_server")
 

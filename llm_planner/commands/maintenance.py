@@ -50,11 +50,10 @@ def _measure_profile(engine, quick: bool, output: Path | None, name: str, model_
     from llm_planner.engine.profiler import EngineProfiler, fit_profile, profile_to_yaml
 
     measurements = EngineProfiler(engine).run(quick=quick)
-    scheduler = engine.llm.vllm_config.scheduler_config
     hardware = hardware or (f"{cpu_info().describe()}; {engine.dtype}; vllm {engine.vllm_version}; "
                             f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
     profile = fit_profile(measurements, name, model_label or Path(engine.model_dir).name, hardware,
-                          engine.kv_capacity_tokens, scheduler.max_num_batched_tokens, engine.block_size)
+                          engine.kv_capacity_tokens, engine.max_batched_tokens, engine.block_size)
     _print_overhead(measurements, engine)
     text = profile_to_yaml(profile)
     if output is None:

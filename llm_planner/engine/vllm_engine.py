@@ -25,7 +25,7 @@ from typing import Any
 from llm_planner.domain.clock import Clock
 from llm_planner.engine.base import Engine, EngineError, EngineStats, GenerationRequest, StepResult, TokenOutput
 from llm_planner.engine.profile import ProfileChoice
-from llm_planner.engine.vllm_compat import check_vllm_version
+from llm_planner.engine.vllm_compat import check_vllm_version, engine_limits, shut_down
 
 # Defaults for a small CPU machine; every key can be overridden from config (vllm.engine_args),
 # and any other vllm.EngineArgs field (tensor_parallel_size, gpu_memory_utilization, ...) added.
@@ -134,10 +134,11 @@ class VllmEngine(Engine):
         self.llm = LLMEngine.from_engine_args(self.engine_args)
         self.start_s = time.perf_counter() - started
         self.tokenizer = self.llm.get_tokenizer()
-        cache = self.llm.vllm_config.cache_config
-        self.block_size = cache.block_size
-        self.kv_capacity_tokens = int((cache.num_gpu_blocks or 0) * cache.block_size)
-        self.max_model_len = self.llm.vllm_config.model_config.max_model_len
+        limits = engine_limits(self.llm)
+        self.block_size = limits.block_size
+        self.kv_capacity_tokens = limits.kv_capacity_tokens
+        self.max_model_len = limits.max_model_len
+        self.max_batched_tokens = limits.max_batched_tokens
         self.stats = VllmStats()
         self._gens: dict[str, _Generation] = {}
         self._by_vllm_id: dict[str, str] = {}
@@ -345,12 +346,7 @@ class VllmEngine(Engine):
         """A new vLLM engine in place of one whose step failed: its requests are gone."""
         from vllm import LLMEngine
 
-        shutdown = getattr(getattr(self.llm, "engine_core", None), "shutdown", None)
-        if shutdown is not None:
-            try:
-                shutdown()
-            except Exception:  # the failed engine may not stop cleanly; it is dropped either way
-                pass
+        shut_down(self.llm)
         self.llm = LLMEngine.from_engine_args(self.engine_args)
         self._gens.clear()
         self._by_vllm_id.clear()

@@ -13,6 +13,7 @@ from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValu
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from llm_planner.ros.rclpy_compat import parameter_overrides
 from llm_planner.settings.config import ConfigError, PlannerConfig
 from llm_planner.settings.parameters import (
     LEVELS,
@@ -36,7 +37,7 @@ def declare_planner_parameters(node: Node, config: PlannerConfig) -> PlannerConf
     values = {spec.name: _declare(node, spec) for spec in parameter_specs(config)}
     for level in values[LEVELS]:
         values.update({spec.name: _declare(node, spec) for spec in level_specs(config, level)})
-    unknown = sorted(name for name in _overrides(node) if not node.has_parameter(name)
+    unknown = sorted(name for name in parameter_overrides(node) if not node.has_parameter(name)
                      and not name.startswith("qos_overrides."))
     if unknown:
         raise ConfigError(f"invalid planner parameters:\n  unknown parameter(s) {', '.join(unknown)} "
@@ -59,12 +60,12 @@ def _declare(node: Node, spec: ParameterSpec):
     try:
         parameter = node.declare_parameter(spec.name, spec.default if spec.default is not None else kind, descriptor)
     except InvalidParameterTypeException:
-        given = _overrides(node).get(spec.name)
+        given = parameter_overrides(node).get(spec.name)
         shown = f"{given.type_.name.lower()} {given.value!r}" if given is not None else "another type"
         raise ConfigError(f"invalid planner parameters:\n  {spec.name}: must be {_TYPE_WORDS[spec.type]}, "
                           f"got {shown}") from None
     except InvalidParameterValueException:
-        given = _overrides(node).get(spec.name)
+        given = parameter_overrides(node).get(spec.name)
         raise ConfigError(f"invalid planner parameters:\n  {spec.name}: must be {_range_words(spec)}, got "
                           f"{given.value if given is not None else 'another value'}") from None
     if parameter.type_ == Parameter.Type.NOT_SET:
@@ -76,9 +77,3 @@ def _range_words(spec: ParameterSpec) -> str:
     bounds = [f"at least {spec.minimum}" if spec.minimum is not None else "",
               f"at most {spec.maximum}" if spec.maximum is not None else ""]
     return " and ".join(b for b in bounds if b)
-
-
-def _overrides(node: Node) -> dict:
-    # rclpy keeps the command line's and params files' values for the node here (no public
-    # accessor); they are what `declare_parameter` applies, so unknown names are typos.
-    return getattr(node, "_parameter_overrides", {})

@@ -14,7 +14,6 @@ from action_msgs.msg import GoalStatus
 from llm_planner_interfaces.action import ExecuteSegment
 from rclpy.action import ActionClient
 from rclpy.node import Node
-from rclpy.task import Future
 from rclpy.time import Time
 
 from llm_planner.domain.clock import WallClock
@@ -22,6 +21,7 @@ from llm_planner.domain.tasks import DispatchedSegment
 from llm_planner.planning.planner import Planner
 from llm_planner.ros.hops import HopLog
 from llm_planner.ros.qos import ACTION_CLIENT
+from llm_planner.ros.rclpy_compat import send_goal
 from llm_planner.settings.fleet import FleetConfig
 
 REASK_FIRST_S = 0.25  # after seeing a goal end without its result, before asking again
@@ -31,29 +31,6 @@ REASK_FIRST_S = 0.25  # after seeing a goal end without its result, before askin
 PRESENT_S = 0.5
 TIMEOUT_CHECK_S = 0.2  # how often the port checks its busy links for timeouts (check_timeouts)
 _ENDED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_CANCELED, GoalStatus.STATUS_ABORTED)
-
-
-def send_goal(client: ActionClient, goal, on_response, feedback_callback=None) -> None:
-    """Send `goal` on `client` from any thread; `on_response(future)` runs in the client's
-    executor thread once the robot accepts or rejects it. rclpy 9.1's `send_goal_async`
-    registers a second future for each goal, outside the client's lock, and completes only
-    the one it returns (ros2/rclpy#1532, fixed upstream after 9.1): the other stayed with the
-    client for good (its executor walks them all whenever the client has data), and a response
-    the executor took in between was lost, so goals could only be sent from the executor's
-    thread. Here the one future, its callbacks and the feedback callback are all in place
-    before the request goes out, and the request is sent and registered under the client's
-    lock, under which the executor takes responses."""
-    request = client._action_type.Impl.SendGoalService.Request(goal_id=client._generate_random_uuid(), goal=goal)
-    if feedback_callback is not None:
-        client._feedback_callbacks[bytes(request.goal_id.uuid)] = feedback_callback
-    future = Future()
-    future.add_done_callback(client._remove_pending_goal_request)
-    future.add_done_callback(on_response)
-    with client._lock:
-        sequence_number = client._client_handle.send_goal_request(request)
-        client._pending_goal_requests[sequence_number] = future
-        client._goal_sequence_number_to_goal_id[sequence_number] = request.goal_id
-        client.add_future(future)  # the executor ties it to itself: done callbacks run there
 
 
 @dataclass

@@ -28,13 +28,12 @@ import queue
 import threading
 import time
 import traceback
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass, field
 
-import numpy as np
 from action_msgs.msg import GoalStatus
 from llm_planner_interfaces.action import ExecuteSegment
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import CancelResponse, GoalResponse
 from rclpy.node import Node
 from rclpy.task import Future
 
@@ -44,9 +43,10 @@ from llm_planner.domain.calls import SkillCall
 from llm_planner.robots.backends import SkillBackend
 from llm_planner.ros.hops import HopLog
 from llm_planner.ros.qos import ACTION_SERVER
+from llm_planner.ros.rclpy_compat import KeptResultsActionServer
 from llm_planner.settings.fleet import RESULT_KEPT_S, RobotConfig
 
-GOAL_LISTED_S = 0.1  # how long an ended goal stays in the action server's goal list (see _SegmentActionServer)
+GOAL_LISTED_S = 0.1  # how long an ended goal stays in the action server's goal list (KeptResultsActionServer)
 
 
 @dataclass
@@ -63,106 +63,6 @@ class _Job:
     @property
     def index(self) -> int:
         return self.goal_handle.request.segment_index
-
-
-class _KeptResults:
-    """Ended goals' results, answered for `kept_s` after the end (oldest first, so expired
-    ones are dropped from the front)."""
-
-    def __init__(self, kept_s: float) -> None:
-        self.kept_s = kept_s
-        self._results: OrderedDict[bytes, tuple[float, object]] = OrderedDict()
-
-    def put(self, goal_id: bytes, response) -> None:
-        now = time.monotonic()
-        self._results[goal_id] = (now + self.kept_s, response)
-        while self._results:
-            goal, (until, _) = next(iter(self._results.items()))
-            if until > now:
-                break
-            del self._results[goal]
-
-    def get(self, goal_id: bytes):
-        until, response = self._results.get(goal_id, (0.0, None))
-        return response if until > time.monotonic() else None
-
-
-class _HexUuid(np.ndarray):
-    """A goal's UUID (uint8[16], as the message has it) that prints as hex. rclpy's action
-    server formats each goal's UUID into five debug messages even with debug logging off, and
-    numpy's array printing takes ~50 µs each (benchmarks/rclpy_costs.py): 28% of the CPU of a
-    bare rclpy client's and server's executor threads (benchmarks/profile_ros.py --script
-    rclpy_floor.py, docs/results/ros-path/findings/profile-floor.txt), all of it holding the GIL."""
-
-    def __format__(self, spec: str) -> str:
-        return self.tobytes().hex()
-
-    __str__ = __repr__ = lambda self: self.tobytes().hex()
-
-
-class _SegmentActionServer(ActionServer):
-    """rclpy's ActionServer, with results sent by the robot as each goal ends and answered from
-    the robot's own memory for `result_kept_s` after that.
-
-    - rclpy sends a result from the node's executor after the goal's execute callback returns,
-      which takes two more turns of that executor after the robot is done; here the thread
-      that ends the goal sends the result to the requests already waiting for it.
-    - Every goal in the server's goal list is in each goal status message, which every client
-      turns into Python objects entry by entry (~30 µs each): with one robot taking 50 goals a
-      second, ended goals listed for 1 s made each hop of the planner's link 1-4 ms slower
-      (benchmarks/ros_overhead.py). So an ended goal is listed only GOAL_LISTED_S, long enough
-      for the status message that carries its final state, while a result asked for later (an
-      answer lost and asked again, a lagging planner) is still answered from memory.
-    - A goal's UUID prints as hex (`_HexUuid`), not through numpy's array printing."""
-
-    def __init__(self, *args, result_kept_s: float, **kwargs) -> None:
-        super().__init__(*args, result_timeout=GOAL_LISTED_S, **kwargs)
-        self._ended = _KeptResults(max(result_kept_s, 2 * GOAL_LISTED_S))  # longer than it is listed
-        self._asked: dict[bytes, list] = {}  # result requests waiting for their goal's end
-        self._results_lock = threading.Lock()
-
-    def take_data(self):
-        data = super().take_data()
-        if "goal" in data:  # the goal handle keeps this UUID, so its later debug messages are cheap too
-            goal_id = data["goal"][1].goal_id
-            # Past the field's setter, which makes a plain array again when rosidl's field
-            # checks are off.
-            goal_id._uuid = goal_id.uuid.view(_HexUuid)
-            hops = self._node.hops
-            if hops.enabled:
-                goal = data["goal"][1].goal
-                hops.mark(goal.task_id, goal.segment_index, "taken")
-        return data
-
-    def send_result(self, goal_handle, status: int, result: ExecuteSegment.Result) -> None:
-        """The robot is done with `goal_handle`, which ends with `status`: answer the requests
-        for its result that are waiting, and keep it for later ones."""
-        goal_id = bytes(goal_handle.goal_id.uuid)
-        response = ExecuteSegment.Impl.GetResultService.Response(status=status, result=result)
-        with self._results_lock:
-            self._ended.put(goal_id, response)
-            waiting = self._asked.pop(goal_id, [])
-        for request_header in waiting:
-            self._respond(request_header, response)
-
-    async def _execute_get_result_request(self, request_header_and_message) -> None:
-        request_header, request = request_header_and_message
-        goal_id = bytes(request.goal_id.uuid)
-        with self._results_lock:
-            response = self._ended.get(goal_id)
-            if response is None and goal_id in self._goal_handles:  # not ended yet
-                self._asked.setdefault(goal_id, []).append(request_header)
-                return
-        if response is None:  # never accepted here, or ended longer than result_kept_s ago
-            response = ExecuteSegment.Impl.GetResultService.Response(status=GoalStatus.STATUS_UNKNOWN)
-        self._respond(request_header, response)
-
-    def _respond(self, request_header, response) -> None:
-        try:
-            with self._lock:
-                self._handle.send_result_response(request_header, response)
-        except Exception:  # the client has gone away (rclpy's own servers carry on too)
-            self._logger.warning("could not send a result response (the client may have gone away)")
 
 
 @dataclass
@@ -198,10 +98,11 @@ class RobotServer(Node):
         self._closing = False
         self._running: _Job | None = None
         self._held: _Ran | None = None  # robot thread: ended, reported when the plan's next segment starts
-        self._server = _SegmentActionServer(
+        self._server = KeptResultsActionServer(
             self, ExecuteSegment, f"/{robot.id}/execute_segment",
             execute_callback=self._until_done, goal_callback=self._on_goal, cancel_callback=self._on_cancel,
-            handle_accepted_callback=self._on_accepted, result_kept_s=result_kept_s, **ACTION_SERVER)
+            handle_accepted_callback=self._on_accepted, result_kept_s=result_kept_s, goal_listed_s=GOAL_LISTED_S,
+            on_goal_taken=self._taken if self.hops.enabled else None, **ACTION_SERVER)
         self._reports: queue.SimpleQueue = queue.SimpleQueue()
         self._reporter = threading.Thread(target=self._report_loop, name=f"{robot.id}-reports", daemon=True)
         self._reporter.start()
@@ -209,6 +110,9 @@ class RobotServer(Node):
         self._worker.start()
 
     # ------------------------------------------------------------------ executor callbacks
+    def _taken(self, goal: ExecuteSegment.Goal) -> None:
+        self.hops.mark(goal.task_id, goal.segment_index, "taken")
+
     def _on_goal(self, goal: ExecuteSegment.Goal) -> GoalResponse:
         return GoalResponse.ACCEPT if goal.task_id and goal.text else GoalResponse.REJECT
 

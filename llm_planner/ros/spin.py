@@ -5,7 +5,7 @@ hold, on every wake. With fifty robot servers and the planner's fifty action cli
 executor that took 5-40 ms per message on two cores (benchmarks/ros_overhead.py,
 docs/performance.md); a node's own executor waits on that node's entities only. No callback
 of the package blocks (robots move on their own threads), so one thread per node is enough,
-and the executor is `NodeExecutor` (ros/executor.py): one turn per message, half the Python
+and the executor is `NodeExecutor` (ros/rclpy_compat.py): one turn per message, half the Python
 of rclpy's."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import threading
 
 from rclpy.executors import ExternalShutdownException
 
-from llm_planner.ros.executor import NodeExecutor
+from llm_planner.ros.rclpy_compat import NodeExecutor
 
 log = logging.getLogger(__name__)
 
