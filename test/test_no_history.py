@@ -52,10 +52,16 @@ def test_no_tracked_line_speaks_of_rounds_of_work_tracker_numbers_or_in_the_firs
     assert found == []
 
 
+def phrase(*words: str) -> str:
+    """A phrase the check must catch, put together here so that no file holds it whole."""
+    return " ".join(words)
+
+
 @pytest.mark.parametrize("line", [
-    "Measured in session 12 on the AVX2 host.", "As the previous session found,", "See issue 16.",
-    "Fixed for issue #7", "sessions 6-7 changed it", "I could not pin it down.", "Our executor is faster.",
-    "what we measured", "the next round of work"])
+    phrase("Measured in", "sess" "ion 12", "on the AVX2 host."), phrase("As the", "prev" "ious sess" "ion", "found,"),
+    phrase("See", "iss" "ue 16."), phrase("Fixed for", "iss" "ue #7"), phrase("sess" "ions 6-7", "changed it"),
+    phrase("I", "could not pin it down."), phrase("O" "ur", "executor is faster."), phrase("what", "w" "e", "measured"),
+    phrase("the next", "round" " of", "work")])
 def test_the_check_catches_each_kind(line):
     assert offending_lines(line) != []
 
