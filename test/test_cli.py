@@ -70,3 +70,12 @@ def test_fit_command(tmp_path, capsys):
     refit = load_exec_model(tmp_path / "m.yaml")
     assert refit.model_for("g").kind == "empirical" and refit.model_for("g").samples == [2.4, 2.6]
     assert planner_main(["fit", str(csv), "--model", "no_such_robot"]) == 2
+
+
+def test_check_engine_checks_each_distinct_dtype_once_in_order():
+    from llm_planner.commands.maintenance import checked_dtypes
+
+    assert checked_dtypes(["config", "float32"], "float32") == ["float32"]  # AVX2: one engine, not two
+    assert checked_dtypes(["config", "float32"], "bfloat16") == ["bfloat16", "float32"]
+    assert checked_dtypes(None, "bfloat16") == ["bfloat16"]
+    assert checked_dtypes(["float32", "config", "float32"], "float32") == ["float32"]

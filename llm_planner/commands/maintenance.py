@@ -92,6 +92,12 @@ def cmd_profile_engine(args) -> int:
     return 0
 
 
+def checked_dtypes(requested: list[str] | None, config_dtype: str) -> list[str]:
+    """The distinct dtypes asked for, in order, `config` standing for the config's choice."""
+    return list(dict.fromkeys(config_dtype if dtype == CONFIG_DTYPE else dtype
+                              for dtype in requested or [CONFIG_DTYPE]))
+
+
 def cmd_check_engine(args) -> int:
     """Set-up's check, for each dtype asked for: does this machine's engine profile describe it?
     Where it has none of its own (a stand-in) or is more than the tolerance off, this machine
@@ -99,15 +105,16 @@ def cmd_check_engine(args) -> int:
     import gc
 
     from llm_planner.engine.cpu import cpu_info
+    from llm_planner.engine.factory import engine_dtype
+    from llm_planner.engine.vllm_engine import on_cpu
+    from llm_planner.settings.config import load_planner_config
 
     print(f"CPU: {cpu_info().describe()}")
-    checked: set[str] = set()
-    for dtype in args.dtype or [CONFIG_DTYPE]:
+    config_dtype = engine_dtype(load_planner_config(args.config).vllm.engine_args, cpu_info() if on_cpu() else None)
+    for dtype in checked_dtypes(args.dtype, config_dtype):
         engine = _start_profiling_engine(args, dtype)
-        if engine.dtype not in checked:
-            checked.add(engine.dtype)
-            _check_or_measure(engine, args.tolerance)
-        del engine
+        _check_or_measure(engine, args.tolerance)
+        del engine  # one engine at a time
         gc.collect()
     return 0
 
