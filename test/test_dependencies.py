@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_planner.engine.vllm_compat import VLLM_TESTED
-from llm_planner.ros.rclpy_compat import RCLPY_TESTED
-from llm_planner.settings.versions import report_untested_version, untested_version
+from llm_planner.settings.versions import RCLPY_TESTED, VLLM_TESTED, report_untested_version, untested_version
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,7 +46,7 @@ def test_another_version_is_reported_once_with_the_tested_one(caplog):
 
 @pytest.mark.ros
 def test_the_tested_rclpy_is_the_one_installed():
-    from llm_planner.ros.rclpy_compat import installed_rclpy_version
+    from llm_planner.settings.versions import installed_rclpy_version
 
     assert installed_rclpy_version() == RCLPY_TESTED
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from llm_planner.settings.versions import report_untested_version
+from llm_planner.settings.versions import VLLM_TESTED, report_untested_version
 
 log = logging.getLogger(__name__)
 
-VLLM_TESTED = "0.32.0"
 RELIES_ON = "vLLM's engine configuration objects and its engine core (llm_planner/engine/vllm_compat.py)"
 
 

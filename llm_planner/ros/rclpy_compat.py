@@ -2,17 +2,15 @@
 
 Each workaround says why it is needed and when it can go. Nothing else in the package reaches
 into rclpy's private members (test/test_dependencies.py checks), and a different rclpy than
-the tested one is reported when the ROS layer is imported (settings/versions.py), as these
+the tested one (settings/versions.py) is reported when this module is first imported, as these
 are the first things another version would break; the tests pin each of them."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 import threading
 import time
 from collections import OrderedDict
-from pathlib import Path
 
 import numpy as np
 from action_msgs.msg import GoalStatus
@@ -24,40 +22,19 @@ from rclpy.node import Node
 from rclpy.task import Future, Task
 from rclpy.waitable import NumberOfEntities, Waitable
 
-from llm_planner.settings.versions import report_untested_version
+from llm_planner.settings.versions import RCLPY_TESTED, installed_rclpy_version, report_untested_version
 
 log = logging.getLogger(__name__)
 
-# The ros-rclpy wheel of ROS 2 Kilted that requirements-ros.txt pins and the tests ran on.
-RCLPY_TESTED = "9.1.2"
 RELIES_ON = ("private rclpy API (llm_planner/ros/rclpy_compat.py: the executor turn, goal sending, "
              "action results, parameter overrides)")
 
 
-def installed_rclpy_version() -> str | None:
-    """The PyPI wheel's version, else (a ROS 2 install from source or packages) rclpy's package.xml."""
-    try:
-        return importlib.metadata.version("ros-rclpy")
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    try:
-        from ament_index_python.packages import (
-            PackageNotFoundError,
-            get_package_share_directory,
-        )
-    except ImportError:
-        return None
-    try:
-        manifest = Path(get_package_share_directory("rclpy")) / "package.xml"
-    except PackageNotFoundError:
-        return None
-    import xml.etree.ElementTree as ElementTree
-
-    return ElementTree.parse(manifest).getroot().findtext("version")
-
-
 def check_rclpy_version() -> str | None:
     return report_untested_version("ros-rclpy", installed_rclpy_version(), RCLPY_TESTED, RELIES_ON)
+
+
+check_rclpy_version()  # at the first import: every node of the package starts through this module
 
 
 # ---------------------------------------------------------------- the executor
