@@ -22,7 +22,7 @@ import numpy as np
 
 from llm_planner.engine.watchdog import WatchedEngine
 from llm_planner.planning.planner import Planner
-from llm_planner.ros.robot_client import PlannerSide
+from llm_planner.ros.robot_client import LiveRobotPort
 
 decided: list[float] = []
 waits: list[float] = []  # when the planner thread began to wait: an engine step, or idle
@@ -65,7 +65,7 @@ def report(scenario: str, first: int, last: int) -> None:
 
 
 def main() -> None:
-    timed(PlannerSide, "dispatch", decided)  # every robot port's
+    timed(LiveRobotPort, "dispatch", decided)  # every robot port's
     timed(WatchedEngine, "step", waits)
     idle_turns_timed()
     if "--layouts" in sys.argv:

@@ -73,7 +73,8 @@ def main() -> int:
 
     import rclpy
 
-    from llm_planner.ros.replay import agent_types, replay
+    from llm_planner.lrtrace.jobs import agent_types
+    from llm_planner.ros.replay import replay
     from llm_planner.ros.spin import spin_node
     from llm_planner.ros.task_client import TaskClient
 
@@ -108,7 +109,7 @@ def main() -> int:
 
     rclpy.init()
     client = None
-    ids = {f"job{j.job_id}" for j in workload.jobs}
+    ids = {j.task_id for j in workload.jobs}
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     client = TaskClient("soak_client")

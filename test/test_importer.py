@@ -64,7 +64,7 @@ def test_simulation_uses_the_jobs_measured_times(artifact, config, tokenizer):
     assert {r.state.name for r in records.values()} == {"SUCCEEDED"}
     assert [t for s in records["job0"].segments for t in s.call_times_s] == [2.61, 0.001]
     assert [t for s in records["job1"].segments for t in s.call_times_s] == [1.9, 2.2]
-    assert records["job1"].request.level == "urgent"
+    assert records["job1"].request.urgency_name == "urgent"
     arm_times = [t for s in records["job2"].segments for t in s.call_times_s]
     assert len(arm_times) == 4 and 1.0 <= arm_times[2] <= 3.0  # sampled: object queries + move_to, take
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from llm_planner.ros.fleet_main import node_specs
-from llm_planner.settings.config import ConfigError
+from llm_planner.settings.model_file import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,9 +16,9 @@ from llm_planner.catalog.statements import RepeatGuard, StatementSplitter
 from llm_planner.engine.sim import SimEngine
 from llm_planner.lrtrace.formats import FormatError
 from llm_planner.lrtrace.plan_bench import generate_plans, report
-from llm_planner.predictor.rank import spearman
 from llm_planner.lrtrace.task_list import load_plan_tasks
 from llm_planner.planning.plan_check import check_generated_plan
+from llm_planner.predictor.rank import spearman
 from llm_planner.settings.paths import data_path
 
 ARTIFACT = ("Scene: [bolt x:0.21 y:0.33 width:0.02 height:0.05, nut x:0.44 y:0.35 width:0.02 height:0.02, "

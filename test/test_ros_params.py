@@ -13,7 +13,8 @@ from ros_fixtures import rclpy
 
 from llm_planner.ros.fleet_main import node_specs
 from llm_planner.ros.parameters import declare_planner_parameters
-from llm_planner.settings.config import ConfigError, PlannerConfig, load_planner_config
+from llm_planner.settings.config import PlannerConfig, load_planner_config
+from llm_planner.settings.model_file import ConfigError
 from llm_planner.settings.parameters import config_from_parameters, level_specs, parameter_specs
 from llm_planner.settings.paths import data_path
 

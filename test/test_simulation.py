@@ -2,6 +2,7 @@
 segmenter, sim engine, simulated robots) on a virtual clock."""
 
 import math
+from collections import defaultdict
 
 import pytest
 
@@ -56,7 +57,7 @@ def test_segments_of_a_task_execute_in_order(wid1_runs):
             assert [s.index for s in r.segments] == list(range(len(r.segments)))
             for prev, nxt in zip(executed, executed[1:]):
                 assert nxt.started_s >= prev.finished_s - 1e-9, (policy, r.request.task_id)
-            assert "".join(s.text for s in r.segments) == r.plan == r.request.forced_plan
+            assert "".join(s.text for s in r.segments) == r.plan == r.request.recorded_plan
 
 
 def test_resumed_generations_never_prefill_again(wid1_runs, tokenizer):
@@ -127,15 +128,13 @@ def run_planner(config, tokenizer, requests, policy="timely", engine_class=None,
     from llm_planner.sched.queues import get_policy
 
     clock, events, statuses = VirtualClock(), EventQueue(), []
-    holder = {}
-    robots = SimRobots(events.push, clock.now, CallTimeSource(0), lambda t: holder["p"].robot_models(t))
     profile = load_engine_profile(config.engine_profile)
     engine = (engine_class or SimEngine)(profile, tokenizer, clock)
     if watch_s is not None:
         engine = WatchedEngine(engine, watch_s, lambda: SimEngine(profile, tokenizer, clock))
-    planner = Planner(config, get_policy(policy), engine, clock, robots, statuses.append, keep_finished=keep_finished)
-    holder["p"] = planner
-    robots.attach(planner)
+    planner = Planner(config, get_policy(policy), engine, clock,
+                      lambda listener: SimRobots(events.push, clock.now, CallTimeSource(0), listener),
+                      statuses.append, keep_finished=keep_finished)
     for batch in (requests, then):
         for r in batch:
             planner.submit(r)
@@ -363,6 +362,10 @@ class _Reports:
 
     def __init__(self):
         self.started, self.finished = [], []
+        self.models = {}
+
+    def robot_models(self, task_id):
+        return self.models[task_id]
 
     def segment_started(self, task_id, index, t):
         self.started.append((task_id, index, round(t, 6)))
@@ -379,8 +382,8 @@ def _sim_robots():
 
     drone = load_skill_set("minispec_drone"), load_exec_model("tello")
     clock, events, reports = VirtualClock(), EventQueue(), _Reports()
-    robots = SimRobots(events.push, clock.now, CallTimeSource(0), lambda task_id: drone)
-    robots.attach(reports)
+    reports.models = defaultdict(lambda: drone)
+    robots = SimRobots(events.push, clock.now, CallTimeSource(0), reports)
 
     def run_until(t):
         while events and events.next_time() <= t:
@@ -411,7 +414,7 @@ def test_a_robot_runs_one_task_to_its_end_before_the_next():
 
 
 def test_a_robot_moves_on_when_its_task_goes_quiet():
-    from llm_planner.dispatch.robot_port import TASK_HOLD_S
+    from llm_planner.dispatch.robot_queue import TASK_HOLD_S
 
     robots, reports, run_until, segment = _sim_robots()
     robots.dispatch("r", "a", segment(0, "d(1);", last=False))  # a never sends its last segment
@@ -477,3 +480,42 @@ def test_rtlm_offloads_plans_predicted_huge_behind_the_others(config, tokenizer,
     later = [t for t, s in started.items() if s > last_arrival]
     assert any(huge[t] for t in later) and not all(huge[t] for t in later)
     assert max(started[t] for t in later if not huge[t]) < min(started[t] for t in later if huge[t])
+
+
+def test_the_robot_queue_orders_by_plan_then_by_task_arrival():
+    """The rule the robot server and the simulated robots share: within a task the lowest
+    index first, whatever the arrival order; the current plan first; other tasks by when their
+    next segment came; none while the current task's hold runs."""
+    from llm_planner.dispatch.robot_queue import RobotQueue
+
+    queue = RobotQueue(hold_s=5.0)
+    queue.add("a", 0, "a0")
+    queue.add("a", 2, "a2")
+    queue.add("b", 0, "b0")
+    queue.add("a", 1, "a1")
+    assert queue.pick(0.0) == "a0"
+    queue.finished(1.0, plan_ended=False)
+    assert queue.pick(1.0) == "a1"  # a's plan goes on in index order, though a2 came first
+    queue.finished(1.5, plan_ended=False)
+    assert queue.pick(1.5) == "a2"
+    queue.finished(2.0, plan_ended=False)  # a is not done, and b waits
+    assert queue.pick(6.9) is None and queue.hold_ends_s() == 7.0
+    assert queue.pick(7.0) == "b0"
+    queue.add("c", 0, "c0")
+    queue.finished(8.0, plan_ended=True)
+    assert queue.pick(8.0) == "c0" and not queue
+
+
+def test_a_canceled_plan_stops_holding_the_robot():
+    from llm_planner.dispatch.robot_queue import RobotQueue
+
+    queue = RobotQueue(hold_s=5.0)
+    queue.add("a", 0, "a0")
+    queue.add("a", 1, "a1")
+    queue.add("b", 0, "b0")
+    assert queue.pick(0.0) == "a0"
+    queue.finished(1.0, plan_ended=False)
+    queue.remove_task("a")
+    assert queue.pick(1.0) is None  # still a's robot until told
+    queue.drop_current("a")
+    assert queue.pick(1.0) == "b0"

@@ -4,6 +4,7 @@ import pytest
 
 from llm_planner.domain.tuf import MIN_SLACK_S, Tuf, pud_priority
 from llm_planner.settings.config import load_planner_config
+from llm_planner.settings.model_file import ConfigError
 
 NORMAL = Tuf(1.0, 1.0, 1.5)
 URGENT = Tuf(2.0, 0.2, 0.5)
@@ -61,7 +62,7 @@ def test_config_levels_match_the_paper():
 
 
 def test_bad_config_is_reported_with_the_field(tmp_path):
-    from llm_planner.settings.config import ConfigError
+    from llm_planner.settings.model_file import ConfigError
 
     bad = tmp_path / "planner.yaml"
     bad.write_text("urgency_levels: [{name: n, beta: 1, ert_s: 1, cutoff_s: 0.5}]\nrobot_types: {}\n")

@@ -201,7 +201,7 @@ def test_planner_runs_a_workload_on_the_real_engine(engine, config):
     assert len(result.records) == 3
     for record in result.records:
         assert record.state.terminal and record.message, record
-        assert record.request.forced_plan is None  # the model wrote the plan
+        assert record.request.recorded_plan is None  # the model wrote the plan
         if record.state == TaskState.SUCCEEDED:
             assert record.plan and record.segments
             assert all(call.skill for seg in record.segments for call in seg.calls)

@@ -24,6 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from llm_planner.domain.calls import SkillCall
+from llm_planner.settings.model_file import load_model_file
 from llm_planner.settings.paths import resolve_resource
 
 
@@ -147,7 +148,7 @@ def task_rng(seed: int, task_id: str) -> np.random.Generator:
 
 @lru_cache(maxsize=None)
 def _load_cached(path: Path) -> ExecModel:
-    return ExecModel(ExecModelFile.model_validate(yaml.safe_load(path.read_text())))
+    return ExecModel(load_model_file(ExecModelFile, path, "execution-time model"))
 
 
 def load_exec_model(name_or_path: str | Path) -> ExecModel:

@@ -9,11 +9,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from llm_planner.catalog.scene import render_task
 from llm_planner.domain.calls import SkillCall
+from llm_planner.settings.model_file import load_model_file
 from llm_planner.settings.paths import resolve_resource
 
 # Placeholders usable in a skill's regex, so skill files stay readable.
@@ -182,8 +182,7 @@ def mask_strings(text: str, filler: str = "\x01") -> str:
 
 @lru_cache(maxsize=None)
 def _load_cached(path: Path) -> SkillSet:
-    raw = yaml.safe_load(path.read_text())
-    return SkillSet(SkillSetFile.model_validate(raw))
+    return SkillSet(load_model_file(SkillSetFile, path, "skill set"))
 
 
 def load_skill_set(name_or_path: str | Path) -> SkillSet:

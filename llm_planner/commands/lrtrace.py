@@ -24,7 +24,8 @@ from llm_planner.lrtrace.load import load_traces, load_workload
 from llm_planner.lrtrace.metrics import by_label, by_level, plan_stats, task_differences, terminal_counts
 from llm_planner.lrtrace.simulate import SimulationResult, planned_units, simulate
 from llm_planner.sched.queues import POLICIES
-from llm_planner.settings.config import ConfigError, load_planner_config
+from llm_planner.settings.config import load_planner_config
+from llm_planner.settings.model_file import ConfigError
 
 console = Console(stderr=True)
 
@@ -293,7 +294,7 @@ def _urgent_first_actions(client, workload, traces, config, idle: dict[int, floa
     tasks alone on the idle planner, p50 of each and their ratio."""
     from llm_planner.ros.replay import first_action_s
 
-    loaded = [first_action_s(client, f"job{j.job_id}") for j in workload.jobs if j.trace_id in idle]
+    loaded = [first_action_s(client, j.task_id) for j in workload.jobs if j.trace_id in idle]
     loaded = [x for x in loaded if x is not None]
     if not idle or not loaded:
         return None
@@ -307,7 +308,8 @@ def _replay_once(args, config, name, workload, traces, record_path: Path, engine
     urgent first actions under load vs idle when --idle-check)."""
     import rclpy
 
-    from llm_planner.ros.replay import Recorder, agent_types, idle_first_actions, replay
+    from llm_planner.lrtrace.jobs import agent_types
+    from llm_planner.ros.replay import Recorder, idle_first_actions, replay
     from llm_planner.ros.spin import spin_node
     from llm_planner.ros.task_client import TaskClient
     from llm_planner.settings.fleet import fleet_for_agents

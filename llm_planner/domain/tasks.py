@@ -34,10 +34,10 @@ class TaskRequest:
     robot_id: str
     robot_type: str
     instruction: str
-    level: str  # urgency level name
+    urgency_name: str  # the urgency level's name
     tuf: Tuf
     arrival_s: float
-    forced_plan: str | None = None  # recorded plan, replayed by the sim engine
+    recorded_plan: str | None = None  # the plan recorded for this instruction, replayed by the sim engine
     label: str = ""  # task type for reports (e.g. the trace name)
 
 

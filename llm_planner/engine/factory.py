@@ -78,3 +78,16 @@ def make_watched_vllm_engine(config: PlannerConfig, clock: Clock, model: str | N
     the hung one's place for the rest of the run and the runs after it."""
     return WatchedEngine(make_vllm_engine(config, clock, model), config.engine_step_timeout_s,
                          lambda: make_vllm_engine(config, clock, model))
+
+
+def make_watched_engine(config: PlannerConfig, clock: Clock, engine: Engine | None = None) -> WatchedEngine:
+    """The engine a planner node runs: `engine` (already started, reset to `clock`) or the
+    configured one, started now, under the step watchdog. An engine already watched (one that
+    `lrtrace replay` shares between its runs) keeps its watchdog."""
+    if engine is None:
+        engine = make_engine(config, clock)
+    else:
+        engine.reset(clock)
+    if isinstance(engine, WatchedEngine):
+        return engine
+    return WatchedEngine(engine, config.engine_step_timeout_s, lambda: make_engine(config, clock))

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_planner.settings.model_file import load_model_file
 from llm_planner.settings.paths import cache_dir, data_path, resolve_resource
 
 # `vllm.engine_profile: auto`: the profile of this model, dtype and machine (ProfileKey).
@@ -71,7 +71,7 @@ class EngineProfile(BaseModel):
 
 @lru_cache(maxsize=None)
 def _load_cached(path: Path) -> EngineProfile:
-    return EngineProfile.model_validate(yaml.safe_load(path.read_text()))
+    return load_model_file(EngineProfile, path, "engine profile")
 
 
 def load_engine_profile(name_or_path: str | Path) -> EngineProfile:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_planner.catalog.exec_model import load_exec_model
@@ -15,6 +14,7 @@ from llm_planner.lrtrace.formats import Job, Trace, TraceSet, Workload
 
 # Margin on an agent's expected busy time (plan generation + execution) before it counts as
 from llm_planner.lrtrace.load import load_traces
+from llm_planner.settings.model_file import load_model_file
 from llm_planner.settings.paths import data_path, resolve_resource
 
 # free again; covers planning delays under contention.
@@ -40,7 +40,7 @@ def list_presets() -> list[str]:
 
 def load_preset(name_or_path: str | Path) -> WorkloadPreset:
     path = resolve_resource(name_or_path, "config/workloads")
-    return WorkloadPreset.model_validate(yaml.safe_load(path.read_text()))
+    return load_model_file(WorkloadPreset, path, "workload preset")
 
 
 def preset_traces(preset: WorkloadPreset) -> TraceSet:

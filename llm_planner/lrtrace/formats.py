@@ -18,6 +18,7 @@ from typing import Annotated
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from llm_planner.domain.names import agent_robot_id, job_task_id
 from llm_planner.domain.tuf import Tuf
 
 TRACES_FORMAT = "lrtrace.traces/1"
@@ -76,6 +77,14 @@ class Job(BaseModel):
     trace_id: int
     tuf: TufTriple | None = None
     exec_times_s: list[float] | None = None
+
+    @property
+    def task_id(self) -> str:
+        return job_task_id(self.job_id)
+
+    @property
+    def robot_id(self) -> str:
+        return agent_robot_id(self.agent)
 
 
 class Workload(BaseModel):

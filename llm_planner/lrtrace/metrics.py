@@ -61,7 +61,7 @@ def by_level(records: list[TaskRecord], expected_units: dict[str, int] | None = 
     """{level: metrics} for each urgency level present, plus "all"."""
     groups: dict[str, list[TaskRecord]] = defaultdict(list)
     for r in records:
-        groups[r.request.level].append(r)
+        groups[r.request.urgency_name].append(r)
     out = {level: summarize(rs, expected_units) for level, rs in sorted(groups.items())}
     out["all"] = summarize(records, expected_units)
     return out
@@ -71,12 +71,12 @@ def by_label(records: list[TaskRecord]) -> dict[str, dict[str, float]]:
     """Mean utility and % of max per task type (label)."""
     groups: dict[str, list[TaskRecord]] = defaultdict(list)
     for r in records:
-        groups[r.request.label or r.request.level].append(r)
+        groups[r.request.label or r.request.urgency_name].append(r)
     out = {}
     for label, rs in sorted(groups.items()):
         m = summarize(rs)
         out[label] = {"utility_mean": m["utility_mean"], "utility_pct_of_max": m["utility_pct_of_max"],
-                      "level": rs[0].request.level, "tasks": len(rs)}
+                      "level": rs[0].request.urgency_name, "tasks": len(rs)}
     return out
 
 
@@ -141,7 +141,7 @@ def task_differences(live: list[TaskRecord], simulated: list[TaskRecord],
             continue
         task_id = r.request.task_id
         sent_live = (live_first_sent_s or {}).get(task_id, _first_sent_s(r))
-        rows.append({"task": task_id, "robot": r.request.robot_id, "level": r.request.level,
+        rows.append({"task": task_id, "robot": r.request.robot_id, "level": r.request.urgency_name,
                      "response_live_s": r.response_time_s, "response_sim_s": s.response_time_s,
                      "difference_s": r.response_time_s - s.response_time_s,
                      "first_sent_live_s": sent_live, "first_sent_sim_s": _first_sent_s(s),

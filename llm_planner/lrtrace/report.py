@@ -157,11 +157,12 @@ def pick_timeline_tasks(records: list[TaskRecord], n_normal: int = 3) -> list[st
         t = r.request.arrival_s
         return sum(1 for o in ordered if o.request.arrival_s <= t < (o.finished_s if math.isfinite(o.finished_s) else t))
 
-    urgent = [r for r in ordered if r.request.level != "normal"]
+    urgent = [r for r in ordered if r.request.urgency_name != "normal"]
     if not urgent:
         return [r.request.task_id for r in ordered[: n_normal + 1]]
     pick = max(urgent, key=in_flight)
-    before = [r for r in ordered if r.request.level == "normal" and r.request.arrival_s <= pick.request.arrival_s]
+    before = [r for r in ordered
+              if r.request.urgency_name == "normal" and r.request.arrival_s <= pick.request.arrival_s]
     return [r.request.task_id for r in before[-n_normal:]] + [pick.request.task_id]
 
 
@@ -193,7 +194,8 @@ def plot_timeline(runs: dict[str, list[TaskRecord]], task_ids: list[str], path: 
             ax.broken_barh(gen, (row + 0.05, 0.25), facecolors="tab:blue", edgecolors="white", linewidth=0.5)
             ax.plot([r.request.arrival_s - t0], [row], marker="|", color="black", markersize=12)
         ax.set_yticks(range(len(task_ids)))
-        ax.set_yticklabels([f"{t} ({by_id[t].request.level})" if t in by_id else t for t in task_ids], fontsize=7)
+        labels = [f"{t} ({by_id[t].request.urgency_name})" if t in by_id else t for t in task_ids]
+        ax.set_yticklabels(labels, fontsize=7)
         ax.set_title(policy, fontsize=9, loc="left")
         ax.grid(axis="x", alpha=0.3)
     axes[-1, 0].set_xlabel("seconds since the first chosen task arrived  (blue: generating, orange: executing)")

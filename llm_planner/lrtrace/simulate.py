@@ -21,11 +21,11 @@ from tokenizers import Tokenizer
 
 from llm_planner.dispatch.robot_port import CallTimeSource, SimRobots
 from llm_planner.domain.clock import VirtualClock
-from llm_planner.domain.tasks import StatusUpdate, TaskRecord, TaskRequest
-from llm_planner.domain.tuf import Tuf
+from llm_planner.domain.tasks import StatusUpdate, TaskRecord
 from llm_planner.engine import Engine, EngineStats
 from llm_planner.engine.factory import make_sim_engine
-from llm_planner.lrtrace.formats import Job, Trace, TraceSet, Workload
+from llm_planner.lrtrace.formats import Trace, TraceSet, Workload
+from llm_planner.lrtrace.jobs import job_request
 from llm_planner.planning.planner import Planner
 from llm_planner.sched.queues import get_policy
 from llm_planner.settings.config import PlannerConfig
@@ -62,28 +62,6 @@ class SimulationResult:
     deferred_admissions: int
 
 
-def job_request(job: Job, trace: Trace, config: PlannerConfig, with_plan: bool = True) -> TaskRequest:
-    """A job as the planner receives it: the level by name, the TUF from job, trace or level."""
-    triple = job.tuf or trace.tuf
-    if triple is not None:
-        tuf = Tuf(*triple)
-        level = config.level_for_tuf(tuf) or trace.urgency
-    else:
-        level = trace.urgency
-        tuf = config.level(level).tuf
-    return TaskRequest(
-        task_id=f"job{job.job_id}",
-        robot_id=f"agent{job.agent:02d}",
-        robot_type=trace.robot_type,
-        instruction=trace.instruction,
-        level=level,
-        tuf=tuf,
-        arrival_s=job.arrival_s,
-        forced_plan=(trace.plan or None) if with_plan else None,
-        label=trace.name,
-    )
-
-
 def check_workload(workload: Workload, traces: TraceSet, config: PlannerConfig) -> dict[int, Trace]:
     by_id = traces.by_id()
     missing = sorted({j.trace_id for j in workload.jobs if j.trace_id not in by_id})
@@ -114,8 +92,6 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
         engine.reset(clock)
     recorded = engine.needs_recorded_plan
     times = CallTimeSource(seed)
-    planner: Planner | None = None
-    robots = SimRobots(events.push, clock.now, times, lambda task_id: planner.robot_models(task_id))
     statuses = 0
 
     def count_status(update: StatusUpdate) -> None:
@@ -124,12 +100,12 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
         if on_status is not None:
             on_status(update)
 
-    planner = Planner(config, get_policy(policy), engine, clock, robots, count_status)
-    robots.attach(planner)
+    planner = Planner(config, get_policy(policy), engine, clock,
+                      lambda listener: SimRobots(events.push, clock.now, times, listener), count_status)
     for job in workload.jobs:
         request = job_request(job, by_id[job.trace_id], config, with_plan=recorded)
         if plans and request.task_id in plans:
-            request = dataclasses.replace(request, forced_plan=plans[request.task_id])
+            request = dataclasses.replace(request, recorded_plan=plans[request.task_id])
         if job.exec_times_s and recorded:
             times.set_recorded(request.task_id, job.exec_times_s)
         events.push(job.arrival_s, lambda r=request: planner.submit(r))
@@ -164,7 +140,7 @@ def planned_units(records: list[TaskRecord], config: PlannerConfig) -> dict[str,
 
     out = {}
     for r in records:
-        plan = r.request.forced_plan
+        plan = r.request.recorded_plan
         if plan and r.request.robot_type in config.robot_types:
             skill_set = load_skill_set(config.robot_type(r.request.robot_type).skill_set)
             out[r.request.task_id] = sum(1 for s in split_segments(skill_set, plan) if s.calls) or 1

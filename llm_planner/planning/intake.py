@@ -1,15 +1,30 @@
-"""Turn an incoming task (e.g. a ROS Task message's fields) into a TaskRequest, or a reason
-to reject it. Shared by every front end so that bad input is refused the same way."""
+"""Turn an incoming task into a TaskRequest, or a reason to reject it: the one builder of
+every front end (the ROS node, the simulation, LRTrace replay and recordings), so that bad
+input is refused, and good input leveled, the same way everywhere."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Mapping
 
 from llm_planner.domain.tasks import MAX_INSTRUCTION_BYTES, TaskRequest
 from llm_planner.domain.tuf import Tuf
 from llm_planner.settings.config import PlannerConfig
-from llm_planner.settings.fleet import FleetConfig
+
+
+@dataclass(frozen=True)
+class TaskFields:
+    """A task as a front end receives it (the fields of a ROS Task message). `beta` > 0 gives
+    the task a TUF of its own instead of its urgency level's."""
+
+    task_id: str
+    robot_id: str
+    instruction: str
+    urgency: int
+    beta: float = 0.0
+    ert_s: float = 0.0
+    cutoff_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -28,29 +43,38 @@ def instruction_problem(instruction: str) -> str | None:
     return None
 
 
-def build_request(task_id: str, robot_id: str, instruction: str, urgency: int, beta: float, ert_s: float,
-                  cutoff_s: float, *, config: PlannerConfig, fleet: FleetConfig, arrival_s: float,
-                  forced_plan: str | None = None, label: str = "") -> TaskRequest | Rejection:
+def build_request(task: TaskFields, *, config: PlannerConfig, robot_types: Mapping[str, str], arrival_s: float,
+                  recorded_plan: str | None = None, label: str = "") -> TaskRequest | Rejection:
+    """`robot_types`: robot id -> robot type of the robots that may be addressed (the fleet)."""
     def reject(reason: str) -> Rejection:
-        return Rejection(task_id, robot_id, reason)
+        return Rejection(task.task_id, task.robot_id, reason)
 
-    robot = fleet.robot(robot_id)
-    if robot is None:
-        return reject(f"unknown robot_id {robot_id!r}; the fleet has {[r.id for r in fleet.robots]}")
-    problem = instruction_problem(instruction)
+    robot_type = robot_types.get(task.robot_id)
+    if robot_type is None:
+        return reject(f"unknown robot_id {task.robot_id!r}; the fleet has {sorted(robot_types)}")
+    problem = instruction_problem(task.instruction)
     if problem:
         return reject(problem)
-    if not 0 <= urgency < len(config.urgency_levels):
-        return reject(f"urgency {urgency} out of range 0..{len(config.urgency_levels) - 1}")
-    level = config.urgency_levels[urgency]
-    if not math.isfinite(beta):
-        return reject(f"TUF beta is non-finite ({beta})")
+    if not 0 <= task.urgency < len(config.urgency_levels):
+        return reject(f"urgency {task.urgency} out of range 0..{len(config.urgency_levels) - 1}")
+    if not math.isfinite(task.beta):
+        return reject(f"TUF beta is non-finite ({task.beta})")
+    level = config.urgency_levels[task.urgency]
     tuf = level.tuf
-    if beta > 0:  # the task's own TUF overrides its level's
+    if task.beta > 0:
         try:
-            tuf = Tuf(beta, ert_s, cutoff_s)
+            tuf = Tuf(task.beta, task.ert_s, task.cutoff_s)
         except ValueError as exc:
             return reject(str(exc))
-    return TaskRequest(task_id=task_id, robot_id=robot_id, robot_type=robot.type, instruction=instruction,
-                       level=level.name, tuf=tuf, arrival_s=arrival_s, forced_plan=forced_plan,
-                       label=label)
+    return TaskRequest(task_id=task.task_id, robot_id=task.robot_id, robot_type=robot_type,
+                       instruction=task.instruction, urgency_name=level.name, tuf=tuf, arrival_s=arrival_s,
+                       recorded_plan=recorded_plan, label=label)
+
+
+def urgency_index(config: PlannerConfig, tuf: Tuf | None, level_name: str) -> int:
+    """The urgency a task is sent with: the level whose TUF it carries, else the named one."""
+    names = [lvl.name for lvl in config.urgency_levels]
+    name = (config.level_for_tuf(tuf) if tuf is not None else None) or level_name
+    if name not in names:
+        raise ValueError(f"urgency level {name!r} is not configured (levels: {names})")
+    return names.index(name)

@@ -22,7 +22,7 @@ from llm_planner.catalog.exec_model import ExecModel, load_exec_model
 from llm_planner.catalog.skills import SkillSet, load_skill_set
 from llm_planner.dispatch.dispatcher import Dispatcher, RobotWork
 from llm_planner.dispatch.release import Outlook, best_hold
-from llm_planner.dispatch.robot_port import RobotPort
+from llm_planner.dispatch.robot_port import RobotListener, RobotPort
 from llm_planner.domain.clock import Clock
 from llm_planner.domain.tasks import (
     DispatchedSegment,
@@ -89,17 +89,17 @@ class Generation:
 
 class Planner:
     def __init__(self, config: PlannerConfig, policy: Policy, engine: Engine, clock: Clock,
-                 robots: RobotPort, on_status: Callable[[StatusUpdate], None] | None = None,
-                 keep_finished: int | None = None) -> None:
-        """`keep_finished`: how many finished tasks' records to keep (the oldest go first;
-        a long-running node's memory stays bounded); None keeps all (runs that report on them)."""
+                 robots: Callable[[RobotListener], RobotPort],
+                 on_status: Callable[[StatusUpdate], None] | None = None, keep_finished: int | None = None) -> None:
+        """`robots`: builds the robot port for this planner, which it reports to. `keep_finished`:
+        how many finished tasks' records to keep (the oldest go first; a long-running node's
+        memory stays bounded); None keeps all (runs that report on them)."""
         self.config = config
         self.policy = policy
         self.engine = engine
         self.clock = clock
         self.on_status = on_status
         self.exec_stat = config.exec_estimate
-        self.dispatcher = Dispatcher(robots, self._on_executing, None if policy.segmented else split_segments)
         self.queue = policy.make_queue()
         # vLLM baselines admit greedily and never preempt, as vLLM's FCFS scheduler does.
         # A generation leaves the batch after a segment until its robot needs more: always in
@@ -134,6 +134,8 @@ class Planner:
             self._types[name] = (skill_set, model)
             for first in (True, False):
                 self._gen_time.setdefault((skill_set.name, first), self._estimate_gen_time(skill_set, first))
+        self.robots = robots(self)  # last: a port may start processes, and nothing above may fail after
+        self.dispatcher = Dispatcher(self.robots, self._on_executing, None if policy.segmented else split_segments)
 
     # ----------------------------------------------------------------- estimates
     def _estimate_gen_time(self, skill_set: SkillSet, first: bool) -> float:
@@ -176,7 +178,7 @@ class Planner:
 
     def _generation_request(self, request: TaskRequest) -> GenerationRequest:
         skill_set, _ = self._types[request.robot_type]
-        return plan_request(request.task_id, skill_set, request.instruction, request.forced_plan)
+        return plan_request(request.task_id, skill_set, request.instruction, request.recorded_plan)
 
     def warm_up(self) -> None:
         """Have the engine cache every configured skill set's shared prompt before tasks come."""
@@ -195,7 +197,7 @@ class Planner:
             return problem
         if not math.isfinite(r.arrival_s):
             return "arrival time is not finite"
-        if self.engine.needs_recorded_plan and r.forced_plan is None:
+        if self.engine.needs_recorded_plan and r.recorded_plan is None:
             return "no recorded plan for this instruction (the sim engine replays recorded plans)"
         return ""
 

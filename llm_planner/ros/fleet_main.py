@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 
 from llm_planner.catalog.exec_model import load_exec_model
 from llm_planner.catalog.skills import load_skill_set
+from llm_planner.domain.names import robot_server_node
 from llm_planner.robots.backends import make_backend
-from llm_planner.settings.config import ConfigError, PlannerConfig, load_planner_config
+from llm_planner.settings.config import PlannerConfig, load_planner_config
 from llm_planner.settings.fleet import FleetConfig, load_fleet
+from llm_planner.settings.model_file import ConfigError
 
 
 @dataclass
@@ -47,7 +49,7 @@ def node_specs(planner_config: str | None, fleet_file: str | None, policy: str |
     specs = []
     for start in range(0, len(fleet.robots), robots_per_process):
         group = fleet.robots[start:start + robots_per_process]
-        name = f"{group[0].id}_server" if len(group) == 1 else None
+        name = robot_server_node(group[0].id) if len(group) == 1 else None
         specs.append(NodeSpec("llm-planner-robot", name, common + [a for r in group for a in ("--robot", r.id)]))
     # Later ROS arguments win: the policy argument over the params file.
     ros_args = (["--params-file", params_file] if params_file else []) + (["-p", f"policy:={policy}"] if policy else [])

@@ -28,10 +28,11 @@ import sys
 import threading
 import time
 
+from llm_planner.dispatch.robot_port import RobotListener
 from llm_planner.domain.clock import WallClock
 from llm_planner.domain.tasks import DispatchedSegment
 from llm_planner.ros.hops import HopLog
-from llm_planner.ros.robot_client import TIMEOUT_CHECK_S, PlannerSide, RosRobotPort
+from llm_planner.ros.robot_client import TIMEOUT_CHECK_S, LiveRobotPort, RosRobotPort
 from llm_planner.settings.fleet import FleetConfig
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ class Channel:
             self._sock.close()
 
 
-class LinkProcessPort(PlannerSide):
+class LinkProcessPort(LiveRobotPort):
     """Planner → robots through the links process."""
 
     @property
@@ -112,9 +113,9 @@ class LinkProcessPort(PlannerSide):
         """Nothing to spin in the planner's process: the links are the child's."""
         return []
 
-    def __init__(self, fleet: FleetConfig, driver_post, clock: WallClock, timeout_s: float,
-                 hops: HopLog | None = None, node_name: str = "llm_planner") -> None:
-        super().__init__(fleet, driver_post, clock, timeout_s, hops)
+    def __init__(self, fleet: FleetConfig, listener: RobotListener, driver_post, clock: WallClock,
+                 timeout_s: float, hops: HopLog | None = None, node_name: str = "llm_planner") -> None:
+        super().__init__(fleet, listener, driver_post, clock, timeout_s, hops)
         mine, theirs = socket.socketpair()
         self._channel = Channel(mine)
         self._probes: dict[str, tuple[threading.Event, list[bool]]] = {}
@@ -221,7 +222,7 @@ class _ChildPort(RosRobotPort):
     def __init__(self, fleet: FleetConfig, channel: Channel, clock: WallClock, timeout_s: float,
                  hops: HopLog) -> None:
         self._channel = channel
-        super().__init__(fleet, None, clock, timeout_s, hops)
+        super().__init__(fleet, None, None, clock, timeout_s, hops)  # reports go over the pipe
 
     def report(self, message: tuple) -> None:
         self._channel.send(message)

@@ -14,7 +14,8 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from llm_planner.ros.rclpy_compat import parameter_overrides
-from llm_planner.settings.config import ConfigError, PlannerConfig
+from llm_planner.settings.config import PlannerConfig
+from llm_planner.settings.model_file import ConfigError
 from llm_planner.settings.parameters import (
     LEVELS,
     ParameterSpec,

@@ -9,40 +9,41 @@ from __future__ import annotations
 
 import itertools
 import time
+from typing import Callable
 
 from llm_planner_interfaces.msg import Task, TaskStatus
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from llm_planner.catalog.skills import load_skill_set
+from llm_planner.dispatch.robot_port import RobotListener
 from llm_planner.domain.clock import WallClock
+from llm_planner.domain.names import STATUS_TOPIC, TASKS_TOPIC
 from llm_planner.domain.tasks import StatusUpdate
 from llm_planner.engine import Engine
-from llm_planner.engine.factory import make_engine
-from llm_planner.engine.watchdog import WatchedEngine
+from llm_planner.engine.factory import make_watched_engine
 from llm_planner.lrtrace.planbook import PlanBook
 from llm_planner.planning.driver import LiveDriver
 from llm_planner.planning.intake import Rejection, build_request
 from llm_planner.planning.planner import Planner
 from llm_planner.ros.hops import HopLog
 from llm_planner.ros.link_process import LinkProcessPort
+from llm_planner.ros.messages import status_message, task_fields
 from llm_planner.ros.parameters import declare_planner_parameters
 from llm_planner.ros.qos import TOPIC
-from llm_planner.ros.robot_client import TIMEOUT_CHECK_S, RosRobotPort
+from llm_planner.ros.robot_client import TIMEOUT_CHECK_S, LiveRobotPort, RosRobotPort
 from llm_planner.sched.queues import get_policy
-from llm_planner.settings.config import ConfigError, PlannerConfig
+from llm_planner.settings.config import PlannerConfig
 from llm_planner.settings.fleet import FleetConfig
-
-TASKS_TOPIC = "/llm_planner/tasks"
-STATUS_TOPIC = "/llm_planner/status"
+from llm_planner.settings.model_file import ConfigError
 
 
-def status_message(update: StatusUpdate, stamp) -> TaskStatus:
-    return TaskStatus(
-        task_id=update.task_id, robot_id=update.robot_id, state=int(update.state),
-        segment_index=max(0, int(update.segment_index)), segment_text=update.segment_text, message=update.message,
-        response_time_s=float(update.response_time_s), waiting_time_s=float(update.waiting_time_s),
-        utility=float(update.utility), stamp=stamp)
+def robot_port_factory(config: PlannerConfig, fleet: FleetConfig, post, clock: WallClock, hops: HopLog,
+                       node_name: str) -> Callable[[RobotListener], LiveRobotPort]:
+    """Builds the planner's robot port: links in this process or in one of their own."""
+    if config.robot_links == "process":
+        return lambda listener: LinkProcessPort(fleet, listener, post, clock, fleet.robot_timeout_s, hops, node_name)
+    return lambda listener: RosRobotPort(fleet, listener, post, clock, fleet.robot_timeout_s, hops)
 
 
 class PlannerNode(Node):
@@ -63,25 +64,17 @@ class PlannerNode(Node):
             load_skill_set(rt.skill_set)
         self.config = config
         self.fleet = fleet
+        self._robot_types = {r.id: r.type for r in fleet.robots}
         self.clock = WallClock()
         self.plans = PlanBook.from_trace_sets(traces if traces is not None else ["timely_tasks"])
-        if engine is None:
-            engine = make_engine(config, self.clock)
-        else:
-            engine.reset(self.clock)
-        if not isinstance(engine, WatchedEngine):  # lrtrace replay shares one watched engine between runs
-            engine = WatchedEngine(engine, config.engine_step_timeout_s, lambda: make_engine(config, self.clock))
-        self._engine = engine
+        self._engine = engine = make_watched_engine(config, self.clock, engine)
         self._status_pub = self.create_publisher(TaskStatus, STATUS_TOPIC, TOPIC)
         self.hops = HopLog.from_env(node_name)
-        if config.robot_links == "process":
-            self.port = LinkProcessPort(fleet, self._post, self.clock, fleet.robot_timeout_s, self.hops, node_name)
-        else:
-            self.port = RosRobotPort(fleet, self._post, self.clock, fleet.robot_timeout_s, self.hops)
+        self.planner = Planner(config, get_policy(config.policy), engine, self.clock,
+                               robot_port_factory(config, fleet, self._post, self.clock, self.hops, node_name),
+                               self._publish, keep_finished=config.finished_tasks_kept)
+        self.port: LiveRobotPort = self.planner.robots
         try:
-            self.planner = Planner(config, get_policy(config.policy), engine, self.clock, self.port, self._publish,
-                                   keep_finished=config.finished_tasks_kept)
-            self.port.planner = self.planner
             self.planner.warm_up()
         except BaseException:
             self.port.close()  # the links' process, if any, goes with the node that failed to start
@@ -124,9 +117,8 @@ class PlannerNode(Node):
         arrival = self.clock.now()
         task_id = msg.task_id or f"auto-{next(self._ids)}"
         self.hops.mark(task_id, 0, "received")
-        outcome = build_request(task_id, msg.robot_id, msg.instruction, msg.urgency, msg.beta, msg.ert_s,
-                                msg.cutoff_s, config=self.config, fleet=self.fleet, arrival_s=arrival,
-                                forced_plan=self.plans.plan_for(msg.instruction),
+        outcome = build_request(task_fields(msg, task_id), config=self.config, robot_types=self._robot_types,
+                                arrival_s=arrival, recorded_plan=self.plans.plan_for(msg.instruction),
                                 label=self.plans.label_for(msg.instruction))
         if isinstance(outcome, Rejection):
             self._post(lambda: self.planner.reject(outcome.task_id, outcome.robot_id, outcome.reason))

@@ -12,16 +12,17 @@ from pathlib import Path
 from typing import Callable
 
 from llm_planner.catalog.skills import load_skill_set
-from llm_planner.domain.tasks import TaskRecord, TaskRequest, TaskState
-from llm_planner.domain.tuf import Tuf
-from llm_planner.lrtrace.formats import Trace, TraceSet, Workload
+from llm_planner.domain.names import STATUS_TOPIC, TASKS_TOPIC
+from llm_planner.domain.tasks import TaskRecord, TaskState
+from llm_planner.lrtrace.formats import TraceSet, Workload
+from llm_planner.lrtrace.jobs import job_fields
 from llm_planner.lrtrace.simulate import check_workload
+from llm_planner.planning.intake import Rejection, build_request
 from llm_planner.planning.segmenter import split_segments
+from llm_planner.ros.messages import task_fields
 from llm_planner.settings.config import PlannerConfig
 from llm_planner.settings.paths import data_path
 
-TASKS_TOPIC = "/llm_planner/tasks"
-STATUS_TOPIC = "/llm_planner/status"
 _SEPARATOR = "=" * 80
 _TIME_DEF = "int32 sec\nuint32 nanosec\n"
 
@@ -40,16 +41,6 @@ def schemas() -> dict[str, tuple[str, str]]:
     status = _msg_text("TaskStatus") + f"\n{_SEPARATOR}\nMSG: builtin_interfaces/Time\n{_TIME_DEF}"
     return {TASKS_TOPIC: ("llm_planner_interfaces/msg/Task", _msg_text("Task")),
             STATUS_TOPIC: ("llm_planner_interfaces/msg/TaskStatus", status)}
-
-
-def job_urgency(trace: Trace, config: PlannerConfig) -> int:
-    names = [lvl.name for lvl in config.urgency_levels]
-    return names.index(trace.urgency) if trace.urgency in names else 0
-
-
-def agent_types(workload: Workload, traces: TraceSet) -> dict[str, str]:
-    by_id = traces.by_id()
-    return {f"agent{j.agent:02d}": by_id[j.trace_id].robot_type for j in workload.jobs}
 
 
 class Recorder:
@@ -144,12 +135,12 @@ def records_from_recording(path: str | Path, config: PlannerConfig, traces: Trac
             continue
         trace = by_text.get(task.instruction.strip())
         robot_type = trace.robot_type if trace else next(iter(config.robot_types))
-        levels = config.urgency_levels
-        level = levels[task.urgency] if task.urgency < len(levels) else levels[0]
-        tuf = Tuf(task.beta, task.ert_s, task.cutoff_s) if task.beta > 0 else level.tuf
-        request = TaskRequest(task.task_id, task.robot_id, robot_type, task.instruction, level.name, tuf,
-                              arrival.get(task.task_id, t), trace.plan if trace else None,
-                              trace.name if trace else "")
+        request = build_request(task_fields(task), config=config, robot_types={task.robot_id: robot_type},
+                                arrival_s=arrival.get(task.task_id, t), recorded_plan=trace.plan if trace else None,
+                                label=trace.name if trace else "")
+        if isinstance(request, Rejection):
+            continue  # refused at the planner's intake: it ran nothing, and its status says why
+        tuf = request.tuf
         msg = final[task.task_id]
         skill_set = load_skill_set(config.robot_type(robot_type).skill_set)
         units = sum(1 for s in split_segments(skill_set, "".join(sent[task.task_id])) if s.calls)
@@ -164,9 +155,6 @@ def records_from_recording(path: str | Path, config: PlannerConfig, traces: Trac
     return records
 
 
-def _publish_job(client, task_id: str, job, trace: Trace, config: PlannerConfig) -> None:
-    beta, ert, cutoff = job.tuf or trace.tuf or (0.0, 0.0, 0.0)
-    client.publish(task_id, f"agent{job.agent:02d}", trace.instruction, job_urgency(trace, config), beta, ert, cutoff)
 
 
 def first_action_s(client, task_id: str) -> float | None:
@@ -187,7 +175,7 @@ def idle_first_actions(client, workload: Workload, traces: TraceSet, config: Pla
         if trace.urgency != level or job.trace_id in out:
             continue
         task_id = f"idle-{level}-{job.trace_id}"
-        _publish_job(client, task_id, job, trace, config)
+        client.send(job_fields(job, trace, config, task_id))
         client.wait_terminal([task_id], timeout_s)
         seconds = first_action_s(client, task_id)
         if seconds is not None:
@@ -202,13 +190,13 @@ def replay(client, workload: Workload, traces: TraceSet, config: PlannerConfig, 
     arrival (robots still executing long plans keep reporting). True if all ended."""
     by_id = check_workload(workload, traces, config)
     jobs = sorted(workload.jobs, key=lambda j: j.arrival_s)
-    ids = {f"job{j.job_id}" for j in jobs}
+    ids = {j.task_id for j in jobs}
     start = time.monotonic()
     for n, job in enumerate(jobs):
         delay = start + job.arrival_s / speed - time.monotonic()
         if delay > 0:
             time.sleep(delay)
-        _publish_job(client, f"job{job.job_id}", job, by_id[job.trace_id], config)
+        client.send(job_fields(job, by_id[job.trace_id], config))
         if progress:
             progress(client.count_ended(ids), n + 1)
     deadline = time.monotonic() + grace_s

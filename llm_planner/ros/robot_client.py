@@ -16,9 +16,10 @@ from rclpy.action import ActionClient
 from rclpy.node import Node
 from rclpy.time import Time
 
+from llm_planner.dispatch.robot_port import RobotListener
 from llm_planner.domain.clock import WallClock
+from llm_planner.domain.names import execute_segment_action
 from llm_planner.domain.tasks import DispatchedSegment
-from llm_planner.planning.planner import Planner
 from llm_planner.ros.hops import HopLog
 from llm_planner.ros.qos import ACTION_CLIENT
 from llm_planner.ros.rclpy_compat import send_goal
@@ -70,7 +71,7 @@ class RobotLink(Node):
                          use_global_arguments=False)
         self.robot_id = robot_id
         self.port = port
-        self.client = ActionClient(self, ExecuteSegment, f"/{robot_id}/execute_segment", **ACTION_CLIENT)
+        self.client = ActionClient(self, ExecuteSegment, execute_segment_action(robot_id), **ACTION_CLIENT)
         self._pending: dict[tuple[str, int], _Pending] = {}
         self._lock = threading.Lock()
         self._gone_since: float | None = None
@@ -109,7 +110,7 @@ class RobotLink(Node):
         def send() -> None:
             if not self._server_present():
                 self._finish(entry, False, [], f"robot {self.robot_id}: no action server "
-                                               f"/{self.robot_id}/execute_segment")
+                                               f"{execute_segment_action(self.robot_id)}")
                 return
             entry.sent_s = self.port.clock.now()
             self.port.hops.mark(task_id, segment.index, "sent")
@@ -260,27 +261,28 @@ class RobotLink(Node):
                 self._finish(p, False, [], reason)
 
 
-class PlannerSide:
-    """What every robot port does in the planner's process: the core's RobotPort calls come in
-    on the planner thread, robot reports go back into it via the driver's `post`."""
+class LiveRobotPort:
+    """What every live robot port does in the planner's process: the core's RobotPort calls
+    come in on the planner thread, robot reports go back into it via the driver's `post`, to
+    the `listener` (the planner) the port was built for."""
 
-    def __init__(self, fleet: FleetConfig, driver_post, clock: WallClock, timeout_s: float,
-                 hops: HopLog | None = None) -> None:
+    def __init__(self, fleet: FleetConfig, listener: RobotListener | None, driver_post, clock: WallClock,
+                 timeout_s: float, hops: HopLog | None = None) -> None:
+        self.listener = listener
         self.post = driver_post
         self.clock = clock
         self.timeout_s = timeout_s
         self.result_kept_s = fleet.result_kept_s  # how long the robots keep an ended goal's result
         self.hops = hops or HopLog(None)
-        self.planner: Planner | None = None
         self.robot_ids = {r.id for r in fleet.robots}
 
     # reports, from any thread
     def segment_started(self, task_id: str, index: int, t: float) -> None:
-        self.post(lambda: self.planner.segment_started(task_id, index, t))
+        self.post(lambda: self.listener.segment_started(task_id, index, t))
 
     def segment_finished(self, task_id: str, index: int, ok: bool, times: list[float], message: str,
                          t: float) -> None:
-        self.post(lambda: self.planner.segment_finished(task_id, index, ok, times, message, t))
+        self.post(lambda: self.listener.segment_finished(task_id, index, ok, times, message, t))
 
     # called in the planner thread
     def dispatch(self, robot_id: str, task_id: str, segment: DispatchedSegment) -> None:
@@ -290,22 +292,22 @@ class PlannerSide:
             self.segment_finished(task_id, segment.index, False, [], f"robot {robot_id}: not in the fleet",
                                   self.clock.now())
             return
-        _, model = self.planner.robot_models(task_id)
+        _, model = self.listener.robot_models(task_id)
         self.send(robot_id, task_id, segment, model.estimate_calls(segment.calls, "max"))
 
     def send(self, robot_id: str, task_id: str, segment: DispatchedSegment, worst_s: float) -> None:
         raise NotImplementedError
 
 
-class RosRobotPort(PlannerSide):
+class RosRobotPort(LiveRobotPort):
     """Planner → robots over ExecuteSegment (the core's RobotPort protocol): one RobotLink
     node per robot, in the planner's process (`link_nodes` spin beside the planner node)."""
 
     send_in_caller = False  # see RobotLink.dispatch
 
-    def __init__(self, fleet: FleetConfig, driver_post, clock: WallClock, timeout_s: float,
-                 hops: HopLog | None = None) -> None:
-        super().__init__(fleet, driver_post, clock, timeout_s, hops)
+    def __init__(self, fleet: FleetConfig, listener: RobotListener | None, driver_post, clock: WallClock,
+                 timeout_s: float, hops: HopLog | None = None) -> None:
+        super().__init__(fleet, listener, driver_post, clock, timeout_s, hops)
         self.links = {r.id: RobotLink(r.id, self) for r in fleet.robots}
 
     @property

@@ -1,11 +1,11 @@
 """Robot action server: serves /<id>/execute_segment (ExecuteSegment) with a skill backend.
 
-A robot executes one segment at a time: segments of one task strictly in index order, and
-one task's plan to its last segment before the next task's (tasks in the order their goals
-arrived). A segment that arrives while the robot is busy waits (the planner sends segment
-k+1 while k executes). If the current task sends nothing more for `task_hold_s` while
-another task waits, the robot moves on (its planner may have given up on it). Feedback
-reports each call as it starts; a canceled goal stops the running call and ends CANCELED.
+A robot executes one segment at a time, in the order of `RobotQueue` (dispatch/robot_queue.py,
+the rule the simulated robots follow too): one task's segments in index order, its plan to the
+last segment before the next task's, moving on when the task sends nothing for `task_hold_s`
+while another waits. A segment that arrives while the robot is busy waits (the planner sends
+segment k+1 while k executes). Feedback reports each call as it starts; a canceled goal stops
+the running call and ends CANCELED.
 
 The robot's own thread runs the segments, not the executor: it picks the next accepted
 goal, runs its calls (publishing each call's feedback as it starts) and goes straight on to
@@ -23,7 +23,6 @@ the same way (as call time, not as waiting for the planner)."""
 
 from __future__ import annotations
 
-import itertools
 import queue
 import threading
 import time
@@ -38,8 +37,9 @@ from rclpy.node import Node
 from rclpy.task import Future
 
 from llm_planner.catalog.skills import SkillSet
-from llm_planner.dispatch.robot_port import TASK_HOLD_S
+from llm_planner.dispatch.robot_queue import TASK_HOLD_S, RobotQueue
 from llm_planner.domain.calls import SkillCall
+from llm_planner.domain.names import execute_segment_action, robot_server_node
 from llm_planner.robots.backends import SkillBackend
 from llm_planner.ros.hops import HopLog
 from llm_planner.ros.qos import ACTION_SERVER
@@ -51,7 +51,6 @@ GOAL_LISTED_S = 0.1  # how long an ended goal stays in the action server's goal 
 
 @dataclass
 class _Job:
-    ticket: int
     goal_handle: object
     cancel: threading.Event = field(default_factory=threading.Event)
     done: Future = field(default_factory=Future)  # (final status, result), once the robot is done
@@ -80,26 +79,22 @@ class RobotServer(Node):
                  task_hold_s: float = TASK_HOLD_S, result_kept_s: float = RESULT_KEPT_S) -> None:
         # No parameter services (it has no parameters): with fifty robot processes their
         # endpoints would multiply the work of DDS discovery.
-        super().__init__(f"{robot.id}_server", start_parameter_services=False)
+        super().__init__(robot_server_node(robot.id), start_parameter_services=False)
         self.robot = robot
         self.skill_set = skill_set
         self.backend = backend
-        self.task_hold_s = task_hold_s
         self.result_kept_s = result_kept_s
         self.executed: deque[tuple[str, int]] = deque(maxlen=10_000)  # the latest (task, segment), in order
         self.handovers = 0  # segments that were waiting when the previous one of their plan ended
         self.hops = HopLog.from_env(self.get_name())
         self._cond = threading.Condition()
-        self._waiting: list[_Job] = []
+        self._queue: RobotQueue[_Job] = RobotQueue(task_hold_s, idle_since=time.monotonic())
         self._by_goal: dict[bytes, _Job] = {}
-        self._current: str | None = None  # task whose plan the robot is in the middle of
-        self._idle_since = time.monotonic()
-        self._tickets = itertools.count()
         self._closing = False
         self._running: _Job | None = None
         self._held: _Ran | None = None  # robot thread: ended, reported when the plan's next segment starts
         self._server = KeptResultsActionServer(
-            self, ExecuteSegment, f"/{robot.id}/execute_segment",
+            self, ExecuteSegment, execute_segment_action(robot.id),
             execute_callback=self._until_done, goal_callback=self._on_goal, cancel_callback=self._on_cancel,
             handle_accepted_callback=self._on_accepted, result_kept_s=result_kept_s, goal_listed_s=GOAL_LISTED_S,
             on_goal_taken=self._taken if self.hops.enabled else None, **ACTION_SERVER)
@@ -125,11 +120,11 @@ class RobotServer(Node):
         return CancelResponse.ACCEPT
 
     def _on_accepted(self, goal_handle) -> None:
-        job = _Job(next(self._tickets), goal_handle)
+        job = _Job(goal_handle)
         self.hops.mark(job.task_id, job.index, "accepted")
         with self._cond:
             self._by_goal[bytes(goal_handle.goal_id.uuid)] = job
-            self._waiting.append(job)
+            self._queue.add(job.task_id, job.index, job)
             self._cond.notify_all()
 
     async def _until_done(self, goal_handle) -> ExecuteSegment.Result:
@@ -150,40 +145,27 @@ class RobotServer(Node):
         return result
 
     # ------------------------------------------------------------------ the robot's thread
-    def _next_job(self) -> _Job | None:
-        heads: dict[str, _Job] = {}
-        for job in self._waiting:  # per task, the lowest index first
-            if job.task_id not in heads or job.index < heads[job.task_id].index:
-                heads[job.task_id] = job
-        if not heads:
-            return None
-        if self._current in heads:
-            return heads[self._current]
-        if self._current is not None and time.monotonic() - self._idle_since < self.task_hold_s:
-            return None
-        return min(heads.values(), key=lambda j: j.ticket)
-
     def _hold_left(self) -> float | None:
         """How long the robot may still keep waiting for its current task while another task's
         goal waits (None: nothing to time, sleep until notified)."""
-        if self._current is None or not self._waiting:
+        if self._queue.current is None or not self._queue:
             return None
-        return max(0.0, self._idle_since + self.task_hold_s - time.monotonic()) + 0.001
+        return max(0.0, self._queue.hold_ends_s() - time.monotonic()) + 0.001
 
     def _work(self) -> None:
         ready_next: _Job | None = None  # the plan's next segment, already waiting when the last one ended
         while True:
             with self._cond:
                 while True:
-                    flush = [j for j in self._waiting if j.cancel.is_set() or self._closing]
-                    job = None if flush or self._closing else self._next_job()
+                    flush = self._queue.remove_if(lambda j: j.cancel.is_set() or self._closing)
+                    for j in flush:  # between two segments: a canceled plan no longer holds the robot
+                        self._queue.drop_current(j.task_id)
+                    job = None if flush or self._closing else self._queue.pick(time.monotonic())
                     if flush or job is not None or self._closing:
                         break
                     self._cond.wait(self._hold_left())
-                for j in flush + ([job] if job else []):
-                    self._waiting.remove(j)
                 if job is not None:
-                    self._current, self._running = job.task_id, job
+                    self._running = job
                     self.handovers += job is ready_next
             if self._held is not None and (job is None or job is not ready_next):
                 self._close(self._held, self._held.end_s)  # the robot does not go on with that plan now
@@ -199,10 +181,9 @@ class RobotServer(Node):
             ran = self._run_calls(job)
             with self._cond:
                 self._running = None
-                self._idle_since = time.monotonic()
-                if job.goal_handle.request.last or not ran.result.success:
-                    self._current = None
-                ready_next = next((j for j in self._waiting
+                plan_ended = job.goal_handle.request.last or not ran.result.success
+                self._queue.finished(time.monotonic(), plan_ended)
+                ready_next = next((j for j in self._queue.items()
                                    if (j.task_id, j.index) == (job.task_id, job.index + 1)), None)
             if ready_next is not None and ran.result.success and ran.starts:
                 self._held = ran  # its last call runs until the next segment's first call starts
@@ -300,7 +281,7 @@ class RobotServer(Node):
         """Cancel what is waiting or running, end those goals and stop the robot's thread."""
         with self._cond:
             self._closing = True
-            for job in self._waiting + ([self._running] if self._running else []):
+            for job in self._queue.items() + ([self._running] if self._running else []):
                 job.cancel.set()
             self._cond.notify_all()
         self._worker.join(timeout_s)

@@ -11,8 +11,10 @@ from collections import Counter, defaultdict
 from llm_planner_interfaces.msg import Task, TaskStatus
 from rclpy.node import Node
 
+from llm_planner.domain.names import STATUS_TOPIC, TASKS_TOPIC
+from llm_planner.planning.intake import TaskFields
 from llm_planner.ros.hops import HopLog
-from llm_planner.ros.planner_node import STATUS_TOPIC, TASKS_TOPIC
+from llm_planner.ros.messages import task_message
 from llm_planner.ros.qos import TOPIC
 
 TERMINAL = (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.REJECTED, TaskStatus.CANCELED)
@@ -48,10 +50,12 @@ class TaskClient(Node):
 
     def publish(self, task_id: str, robot_id: str, instruction: str, urgency: int = 0, beta: float = 0.0,
                 ert_s: float = 0.0, cutoff_s: float = 0.0) -> None:
-        self.published[task_id] = time.monotonic()
-        self.hops.mark(task_id, 0, "published", self.published[task_id])
-        self._pub.publish(Task(task_id=task_id, robot_id=robot_id, instruction=instruction, urgency=urgency,
-                               beta=beta, ert_s=ert_s, cutoff_s=cutoff_s))
+        self.send(TaskFields(task_id, robot_id, instruction, urgency, beta, ert_s, cutoff_s))
+
+    def send(self, task: TaskFields) -> None:
+        self.published[task.task_id] = time.monotonic()
+        self.hops.mark(task.task_id, 0, "published", self.published[task.task_id])
+        self._pub.publish(task_message(task))
 
     def terminal(self, task_id: str) -> TaskStatus | None:
         return self.ended.get(task_id)

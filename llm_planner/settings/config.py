@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from llm_planner.domain.policy import PolicyName
 from llm_planner.domain.tuf import Tuf
+from llm_planner.settings.model_file import load_model_file
 from llm_planner.settings.paths import data_path
 
 
@@ -165,20 +165,6 @@ class PlannerConfig(_Strict):
             raise ValueError(f"unknown robot type {name!r}; configured: {sorted(self.robot_types)}") from None
 
 
-class ConfigError(ValueError):
-    pass
-
-
 def load_planner_config(path: str | Path | None = None, **overrides) -> PlannerConfig:
     path = Path(path) if path else data_path("config", "planner.yaml")
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"planner config not found: {path}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"planner config {path} is not valid YAML: {exc}") from None
-    raw.update({k: v for k, v in overrides.items() if v is not None})
-    try:
-        return PlannerConfig.model_validate(raw)
-    except ValidationError as exc:
-        raise ConfigError(f"invalid planner config {path}:\n{exc}") from None
+    return load_model_file(PlannerConfig, path, "planner config", overrides)

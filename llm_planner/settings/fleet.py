@@ -6,10 +6,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from llm_planner.settings.config import ConfigError
+from llm_planner.settings.model_file import ConfigError, load_model_file
 from llm_planner.settings.paths import data_path
 
 # How long a robot answers for an ended segment's result. The planner asks for a result as
@@ -71,16 +70,7 @@ class FleetConfig(BaseModel):
 
 def load_fleet(path: str | Path | None = None) -> FleetConfig:
     path = Path(path) if path else data_path("config", "fleet.yaml")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"fleet file not found: {path}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"fleet file {path} is not valid YAML: {exc}") from None
-    try:
-        return FleetConfig.model_validate(raw)
-    except ValidationError as exc:
-        raise ConfigError(f"invalid fleet file {path}:\n{exc}") from None
+    return load_model_file(FleetConfig, path, "fleet file")
 
 
 def fleet_for_agents(agent_types: dict[str, str], **options) -> FleetConfig:

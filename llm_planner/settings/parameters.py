@@ -27,7 +27,8 @@ import annotated_types
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from llm_planner.settings.config import ConfigError, PlannerConfig, UrgencyLevel
+from llm_planner.settings.config import PlannerConfig, UrgencyLevel
+from llm_planner.settings.model_file import ConfigError
 
 LEVELS = "urgency_levels"
 LEVEL_PREFIX = "urgency"

@@ -1,0 +1,26 @@
+"""Names that the planner, its robots and every front end agree on: the planner's topics, a
+robot's action and node, and the ids LRTrace gives the robots and tasks of a workload."""
+
+from __future__ import annotations
+
+TASKS_TOPIC = "/llm_planner/tasks"
+STATUS_TOPIC = "/llm_planner/status"
+
+
+def execute_segment_action(robot_id: str) -> str:
+    """The robot's ExecuteSegment action: its id is a namespace."""
+    return f"/{robot_id}/execute_segment"
+
+
+def robot_server_node(robot_id: str) -> str:
+    return f"{robot_id}_server"
+
+
+def agent_robot_id(agent: int) -> str:
+    """The robot that plays a workload's agent."""
+    return f"agent{agent:02d}"
+
+
+def job_task_id(job_id: int) -> str:
+    """The task id of a workload's job."""
+    return f"job{job_id}"
