@@ -77,7 +77,7 @@ def test_every_cpu_class_resolves_the_engine_and_the_main_jobs_pace_in_every_dty
         config, nothing_measured_here, cpu_name, dtype):
     """dtype -> profile -> the main job's pace, as the real engine and `make demo` resolve them,
     for a CPU of each class: never an error for want of a profile file."""
-    from llm_planner.commands.lrtrace import resolve_workload
+    from llm_planner.lrtrace.compare import resolve_workload
     from llm_planner.lrtrace.pace import pace_for
 
     info = cpu(CPU_CLASSES[cpu_name])
@@ -90,9 +90,8 @@ def test_every_cpu_class_resolves_the_engine_and_the_main_jobs_pace_in_every_dty
     stand_in = ProfileKey.parse(setup.profile.path.stem)
     assert stand_in.model == MODEL and stand_in.cpu_class is not None  # this model's timing, on a CPU
 
-    _, workload_for, _ = resolve_workload("config/jobs/urgent_under_load.yaml", "config/traces/timely_tasks.yaml",
-                                          config)
-    pace = pace_for(profile, load_engine_profile(main_job_pace_reference()), len(workload_for(1).jobs), config)
+    source = resolve_workload("config/jobs/urgent_under_load.yaml", "config/traces/timely_tasks.yaml", config)
+    pace = pace_for(profile, load_engine_profile(main_job_pace_reference()), len(source.workload(1).jobs), config)
     assert pace.here_s > 0 and pace.reference_s > 0 and pace.slowdown >= 1.0
     assert 60 < pace.grace_s() < 3600
 

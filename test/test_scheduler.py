@@ -103,12 +103,24 @@ def test_push_replaces_and_remove_is_idempotent():
     assert q.remove("a") is not None and q.remove("a") is None and q.best(0.0) is None
 
 
-def test_policies():
-    assert get_policy("timely").suspend and get_policy("timely").segmented
-    assert not get_policy("vllm").segmented
-    assert get_policy("vllm-stream").segmented and not get_policy("vllm-stream").suspend
-    rtlm = get_policy("rtlm")
-    assert not rtlm.segmented and not rtlm.suspend and rtlm.uncertainty_aware and rtlm.predicted_lengths
+def test_policies_resolve_to_what_the_planner_does():
+    from llm_planner.settings.config import FeaturesConfig
+
+    on, off = FeaturesConfig(), FeaturesConfig(keep_running=False, hold=False, shrink=False)
+    timely = get_policy("timely").behaviour(on)
+    assert timely.streams_segments and timely.preemptive and not timely.pauses_after_segment
+    assert timely.holds_segments and timely.shrinks_batch and timely.predicted_lengths
+    ablated = get_policy("timely").behaviour(off)  # the ablation's switches turn timely into the paper's mechanics
+    assert ablated.pauses_after_segment and not ablated.holds_segments and not ablated.shrinks_batch
+    paper = get_policy("timelyllm-paper").behaviour(on)  # a policy only uses the features it has
+    assert paper.pauses_after_segment and paper.latency_guided and not paper.holds_segments
+    assert not get_policy("timelyllm-paper").behaviour(on, latency_guided_batches=False).latency_guided
+    vllm = get_policy("vllm").behaviour(on)
+    assert not vllm.streams_segments and not vllm.preemptive and not vllm.pauses_after_segment
+    stream = get_policy("vllm-stream").behaviour(on)
+    assert stream.streams_segments and not stream.preemptive
+    rtlm = get_policy("rtlm").behaviour(on)
+    assert not rtlm.streams_segments and not rtlm.preemptive and rtlm.prices_whole_plans and rtlm.predicted_lengths
     with pytest.raises(ValueError, match="unknown policy"):
         get_policy("lifo")
 

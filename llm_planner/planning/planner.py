@@ -108,17 +108,16 @@ class Planner:
         # more at a bigger batch (profiles: +3.6 ms per sequence on 74 ms on the AVX2 CPU,
         # +0.3 ms on 22 ms on the RTX 4090), while a pause costs a resume and, behind a queue,
         # risks a late one that leaves the robot waiting.
-        self.pause_after_segment = policy.suspend and not (policy.keep_running and config.features.keep_running)
-        self.hold = policy.hold and config.features.hold
+        self.behaviour = behaviour = policy.behaviour(config.features, config.batch.latency_guided)
         self.batch = BatchController(config.batch, engine,
-                                     latency_guided=config.batch.latency_guided and policy.latency_guided,
-                                     preemptive=policy.suspend, shrink=policy.shrink and config.features.shrink,
-                                     consolidation=config.rtlm if policy.uncertainty_aware else None)
+                                     latency_guided=behaviour.latency_guided, preemptive=behaviour.preemptive,
+                                     shrink=behaviour.shrinks_batch,
+                                     consolidation=config.rtlm if behaviour.prices_whole_plans else None)
         self.records: dict[str, TaskRecord] = {}  # every task still running and the finished ones kept
         self._keep_finished = keep_finished
         self._finished: deque[str] = deque()
-        self.segment_lengths = make_segment_lengths(config, policy.predicted_lengths,
-                                                    required=policy.uncertainty_aware)
+        self.segment_lengths = make_segment_lengths(config, behaviour.predicted_lengths,
+                                                    required=behaviour.prices_whole_plans)
         # (robot type, skill, argument, seconds) of the latest calls, for refitting exec models
         self.exec_samples: deque[tuple[str, str, float | None, float]] = deque(maxlen=EXEC_SAMPLES_KEPT)
         self._gens: dict[str, Generation] = {}
@@ -135,7 +134,7 @@ class Planner:
             for first in (True, False):
                 self._gen_time.setdefault((skill_set.name, first), self._estimate_gen_time(skill_set, first))
         self.robots = robots(self)  # last: a port may start processes, and nothing above may fail after
-        self.dispatcher = Dispatcher(self.robots, self._on_executing, None if policy.segmented else split_segments)
+        self.dispatcher = Dispatcher(self.robots, self._on_executing, None if behaviour.streams_segments else split_segments)
 
     # ----------------------------------------------------------------- estimates
     def _estimate_gen_time(self, skill_set: SkillSet, first: bool) -> float:
@@ -169,7 +168,7 @@ class Planner:
                          RobotWork(model, self.exec_stat))
         self.segment_lengths.start(request.task_id, skill_set, request.instruction)
         gen.ahead_tokens = self.segment_lengths.ahead(request.task_id, skill_set, 0, 0)
-        if self.policy.uncertainty_aware:
+        if self.behaviour.prices_whole_plans:
             gen.plan_tokens = self.segment_lengths.plan_size(request.task_id, self.config.rtlm.uncertainty_weight)
         self._gens[request.task_id] = gen
         self.queue.push(self._next_entry(gen))
@@ -212,11 +211,11 @@ class Planner:
             gen_id=req.task_id,
             tuf=req.tuf if unsent else req.tuf.resumed(),
             ref_s=req.arrival_s if unsent else gen.robot.free_s,
-            gen_time_s=self._plan_gen_time(gen, first) if self.policy.uncertainty_aware
+            gen_time_s=self._plan_gen_time(gen, first) if self.behaviour.prices_whole_plans
             else self._segment_gen_time(gen, first),
             arrival_s=req.arrival_s,
             first_deadline_s=req.arrival_s + req.tuf.ert_s,
-            lane=int(self.policy.uncertainty_aware
+            lane=int(self.behaviour.prices_whole_plans
                      and self.segment_lengths.is_huge(req.task_id, self.config.rtlm.offload_quantile)),
         )
         gen.deadline_s = entry.deadline_s
@@ -318,7 +317,7 @@ class Planner:
             gen = self._gens[entry.gen_id]
             # Inside an engine that orders work itself (vLLM), earliest deadline first for the
             # suspending policies; arrival order (the same urgency for all) for the vLLM baselines.
-            urgency = -entry.deadline_s if self.policy.suspend and math.isfinite(entry.deadline_s) else 0.0
+            urgency = -entry.deadline_s if self.behaviour.preemptive and math.isfinite(entry.deadline_s) else 0.0
             try:
                 if gen.in_engine:
                     self.engine.resume(gen.task_id, urgency)
@@ -341,7 +340,7 @@ class Planner:
         if gen.tokens >= gen.plan_tokens:  # rtlm's plan ran past its predicted size (nan: not rtlm)
             gen.plan_tokens = self.segment_lengths.plan_size(gen.task_id, self.config.rtlm.uncertainty_weight,
                                                              gen.tokens)
-        segments = gen.segmenter.feed(out.text) if self.policy.segmented else []
+        segments = gen.segmenter.feed(out.text) if self.behaviour.streams_segments else []
         if out.finished:
             gen.plan_done = True
             gen.truncated = out.truncated
@@ -350,7 +349,7 @@ class Planner:
             self._end_run(gen, now)
             self.engine.release(gen.task_id)
             gen.in_engine = False
-            if self.policy.segmented:
+            if self.behaviour.streams_segments:
                 tail = gen.segmenter.flush()
                 if tail is not None:
                     segments.append(tail)
@@ -367,7 +366,7 @@ class Planner:
             self._maybe_complete(gen)
         elif segments:
             entry = self._next_entry(gen)
-            if self.pause_after_segment:
+            if self.behaviour.pauses_after_segment:
                 self.engine.suspend(gen.task_id)
                 self._end_run(gen, now)
                 self.queue.push(entry)
@@ -377,7 +376,7 @@ class Planner:
         """Send the held segments to the robot now, or keep holding them (see dispatch.release)."""
         if not gen.held:
             return
-        if self.hold:
+        if self.behaviour.holds_segments:
             if not plan_done and best_hold(self._outlook(gen, now)) > 0:
                 return
             self.dispatcher.send(gen.record, gen.skill_set, gen.robot, gen.held, plan_done, now)

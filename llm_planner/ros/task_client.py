@@ -41,9 +41,13 @@ class TaskClient(Node):
             self._lock.notify_all()
 
     def wait_for_planner(self, timeout: float = 10.0) -> bool:
+        return self.wait_for_subscribers(1, timeout)
+
+    def wait_for_subscribers(self, count: int, timeout: float) -> bool:
+        """Until `count` subscriptions (the planner's, a recorder's) have matched the tasks topic."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._pub.get_subscription_count() > 0:
+            if self._pub.get_subscription_count() >= count:
                 return True
             time.sleep(0.05)
         return False

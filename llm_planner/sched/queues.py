@@ -25,11 +25,13 @@ import itertools
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from sortedcontainers import SortedKeyList
 
 from llm_planner.domain.policy import PolicyName
 from llm_planner.domain.tuf import MIN_SLACK_S, Tuf, latest_start, pud_from_latest_start
+from llm_planner.settings.config import FeaturesConfig
 
 _seq = itertools.count()
 
@@ -197,50 +199,99 @@ class PudQueue(ReadyQueue):
         return best_entry
 
 
+class Delivery(StrEnum):
+    WHOLE_PLAN = "whole-plan"  # the plan goes to the robot once it is all generated
+    SEGMENTS = "segments"  # each segment goes to the robot as soon as it is generated
+
+
+class Preemption(StrEnum):
+    NEVER = "never"  # a generation stays in the batch until its plan is done
+    AFTER_EACH_SEGMENT = "after-each-segment"  # it leaves the batch after every segment, resumed when due
+    WHEN_NEEDED = "when-needed"  # it leaves the batch only when the batch controller needs its place
+
+
+class Order(StrEnum):
+    PUD = "pud"  # potential utility density
+    ARRIVAL = "arrival"
+    FIRST_DEADLINE = "first_deadline"
+    RTLM = "rtlm"  # RT-LM: predicted plan size and its uncertainty, huge plans in a lower lane
+
+
+class Lengths(StrEnum):
+    FIXED = "fixed"  # G from the skill set's longest segment
+    PREDICTED = "predicted"  # G and the batch controller use the configured length predictor
+    PREDICTED_PLAN = "predicted-plan"  # RT-LM: whole plans priced by predicted size and uncertainty
+
+
 @dataclass(frozen=True)
+class Behaviour:
+    """What the planner does under a policy with the config's feature switches: each a question
+    the planner asks, answered once."""
+
+    streams_segments: bool
+    preemptive: bool  # generations can leave the batch and resume later
+    pauses_after_segment: bool
+    holds_segments: bool  # hold a segment back when streaming it would leave the robot waiting later
+    shrinks_batch: bool  # suspend generations that can wait so an urgent segment decodes at a small batch
+    latency_guided: bool  # admit only while running deadlines hold (TimelyLLM 4.4)
+    predicted_lengths: bool
+    prices_whole_plans: bool  # RT-LM's pricing, offload lane and consolidation
+
+
+@dataclass(frozen=True, kw_only=True)
 class Policy:
     name: PolicyName
-    segmented: bool  # the plan goes to the robot in segments as they are generated
-    suspend: bool  # a generation can leave the batch and resume later (after each segment unless keep_running)
-    queue_kind: str  # pud | arrival | first_deadline | rtlm
     description: str
-    latency_guided: bool = False  # admission only while running deadlines hold (TimelyLLM 4.4)
+    delivery: Delivery
+    preemption: Preemption
+    order: Order
+    latency_guided: bool = False
+    lengths: Lengths = Lengths.FIXED
     # What `timely` adds to the TimelyLLM paper (each can be switched off in the planner config):
-    keep_running: bool = False  # no pause after a segment; the batch controller suspends when it must
-    hold: bool = False  # hold segments back when streaming them would leave the robot waiting later
-    shrink: bool = False  # suspend generations that can wait so an urgent segment decodes at a small batch
-    predicted_lengths: bool = False  # G and the batch controller use the configured length predictor
-    # RT-LM (baseline `rtlm`): entries priced by the predicted plan length and its uncertainty,
-    # huge plans offloaded to a lower lane, batches consolidated by predicted remaining length.
-    uncertainty_aware: bool = False
+    hold: bool = False
+    shrink: bool = False
 
     def make_queue(self) -> ReadyQueue:
-        if self.queue_kind == "pud":
+        if self.order == Order.PUD:
             return PudQueue()
-        return StaticQueue(self.queue_kind)
+        return StaticQueue(self.order.value)
+
+    def behaviour(self, features: FeaturesConfig, latency_guided_batches: bool = True) -> Behaviour:
+        preemptive = self.preemption != Preemption.NEVER
+        keeps_running = self.preemption == Preemption.WHEN_NEEDED and features.keep_running
+        return Behaviour(
+            streams_segments=self.delivery == Delivery.SEGMENTS,
+            preemptive=preemptive,
+            pauses_after_segment=preemptive and not keeps_running,
+            holds_segments=self.hold and features.hold,
+            shrinks_batch=self.shrink and features.shrink,
+            latency_guided=self.latency_guided and latency_guided_batches,
+            predicted_lengths=self.lengths != Lengths.FIXED,
+            prices_whole_plans=self.lengths == Lengths.PREDICTED_PLAN,
+        )
 
 
+_PAPER = dict(delivery=Delivery.SEGMENTS, preemption=Preemption.AFTER_EACH_SEGMENT, latency_guided=True)
 POLICIES: dict[PolicyName, Policy] = {p.name: p for p in (
-    Policy(PolicyName.TIMELY, True, True, "pud",
-           "segmented generation, PUD priority, utility-aware hold/stream dispatch, no pause after a "
-           "segment, batch shrinking, segment lengths from the configured predictor",
-           keep_running=True, hold=True, shrink=True, predicted_lengths=True),
-    Policy(PolicyName.TIMELYLLM_PAPER, True, True, "pud",
-           "the TimelyLLM paper: segmented generation, PUD priority with a fixed G per segment, "
-           "latency-guided admission, every segment streamed and the generation paused after it",
-           latency_guided=True),
-    Policy(PolicyName.FCFS, True, True, "arrival",
-           "the paper's mechanics, first-come-first-served, first segment's priority kept", latency_guided=True),
-    Policy(PolicyName.EDF, True, True, "first_deadline",
-           "the paper's mechanics, earliest first deadline, first segment's priority kept", latency_guided=True),
-    Policy(PolicyName.VLLM, False, False, "arrival",
-           "FCFS continuous batching; the whole plan is generated, then executed"),
-    Policy(PolicyName.VLLM_STREAM, True, False, "arrival",
-           "FCFS continuous batching; each skill is sent when generated, no pausing"),
-    Policy(PolicyName.RTLM, False, False, "rtlm",
-           "RT-LM: whole plans, shortest predicted (uncertainty-inflated) plan before its deadline first, "
-           "predicted-huge plans in a lower lane, batches of similar predicted length",
-           predicted_lengths=True, uncertainty_aware=True),
+    Policy(name=PolicyName.TIMELY, order=Order.PUD, delivery=Delivery.SEGMENTS, preemption=Preemption.WHEN_NEEDED,
+           lengths=Lengths.PREDICTED, hold=True, shrink=True,
+           description="segmented generation, PUD priority, utility-aware hold/stream dispatch, no pause after a "
+                       "segment, batch shrinking, segment lengths from the configured predictor"),
+    Policy(name=PolicyName.TIMELYLLM_PAPER, order=Order.PUD, **_PAPER,
+           description="the TimelyLLM paper: segmented generation, PUD priority with a fixed G per segment, "
+                       "latency-guided admission, every segment streamed and the generation paused after it"),
+    Policy(name=PolicyName.FCFS, order=Order.ARRIVAL, **_PAPER,
+           description="the paper's mechanics, first-come-first-served, first segment's priority kept"),
+    Policy(name=PolicyName.EDF, order=Order.FIRST_DEADLINE, **_PAPER,
+           description="the paper's mechanics, earliest first deadline, first segment's priority kept"),
+    Policy(name=PolicyName.VLLM, order=Order.ARRIVAL, delivery=Delivery.WHOLE_PLAN, preemption=Preemption.NEVER,
+           description="FCFS continuous batching; the whole plan is generated, then executed"),
+    Policy(name=PolicyName.VLLM_STREAM, order=Order.ARRIVAL, delivery=Delivery.SEGMENTS, preemption=Preemption.NEVER,
+           description="FCFS continuous batching; each skill is sent when generated, no pausing"),
+    Policy(name=PolicyName.RTLM, order=Order.RTLM, delivery=Delivery.WHOLE_PLAN, preemption=Preemption.NEVER,
+           lengths=Lengths.PREDICTED_PLAN,
+           description="RT-LM: whole plans, shortest predicted (uncertainty-inflated) plan before its deadline "
+                       "first, predicted-huge plans in a lower lane, batches of similar predicted length"),
 )}
 assert set(POLICIES) == set(PolicyName), "every policy name has a policy"
 

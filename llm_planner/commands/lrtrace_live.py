@@ -1,0 +1,114 @@
+"""`lrtrace replay`, `record` and `report`: workloads run live over ROS 2, and their recordings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from llm_planner.commands.lrtrace_shared import console, planner_config, progress_bar, stdout, vllm_engine, write_json
+from llm_planner.lrtrace import report
+from llm_planner.lrtrace.compare import executed_plan_stats, parse_policies, resolve_workload
+from llm_planner.lrtrace.load import load_traces
+from llm_planner.lrtrace.metrics import by_label, by_level, task_differences, terminal_counts
+
+
+def _pace(args, config, jobs: int, engine) -> tuple[float, float]:
+    """(arrival speed-up, grace seconds) of a live replay on this machine's engine."""
+    from llm_planner.engine.profile import load_engine_profile
+    from llm_planner.lrtrace.pace import pace_for
+
+    profile = engine.profile if engine is not None else load_engine_profile(config.engine_profile)
+    reference = load_engine_profile(args.pace_engine) if args.pace_engine else None
+    pace = pace_for(profile, reference, jobs, config)
+    if reference is not None:
+        console.print(f"pace: this machine's engine ({profile.name}) needs {pace.here_s:.0f} s for the workload's "
+                      f"{jobs} plans, {args.pace_engine} {pace.reference_s:.0f} s: "
+                      f"arrivals {pace.slowdown:.2f}x further apart")
+    return args.speed / pace.slowdown, args.grace if args.grace is not None else pace.grace_s()
+
+
+def _record_path(args, name: str, policy: str, policies: list[str]) -> Path:
+    if not args.record:
+        return Path("out") / (f"{name}-live.mcap" if len(policies) == 1 else f"{name}-{policy}-live.mcap")
+    if len(policies) == 1:
+        return Path(args.record)
+    return Path(args.record).with_name(f"{Path(args.record).stem}-{policy}.mcap")
+
+
+def cmd_replay(args) -> int:
+    from llm_planner.lrtrace.sim_check import live_vs_sim_table
+    from llm_planner.lrtrace.simulate import simulate
+    from llm_planner.ros.live_replay import replay_live
+    from llm_planner.ros.replay import first_sent_after_arrival, records_from_recording
+
+    config = planner_config(args)
+    policies = parse_policies(args.policies or args.policy or config.policy)
+    source = resolve_workload(args.workload, args.traces, config, args.duration)
+    workload = source.workload(args.seed)
+    engine = None
+    if config.engine == "vllm" and args.start_fleet:
+        from llm_planner.domain.clock import WallClock
+
+        engine = vllm_engine(config, args, WallClock())
+    speed, grace_s = _pace(args, config, len(workload.jobs), engine)
+    console.print(f"grace for the last tasks: {grace_s:.0f} s")
+    out = stdout()
+    result, complete = {}, True
+    for policy in policies:
+        run_config = config.model_copy(update={"policy": policy})
+        record_path = _record_path(args, source.name, policy, policies)
+        with progress_bar(args.quiet) as progress:
+            bar = progress.add_task(f"{source.name} live ({policy})", total=len(workload.jobs), status="")
+            run = replay_live(run_config, source.name, workload, source.traces, record_path,
+                              start_fleet=args.start_fleet, seed=args.seed, speed=speed, grace_s=grace_s,
+                              idle_check=args.idle_check, engine=engine, say=console.print,
+                              tick=lambda done, sent: progress.update(bar, completed=done,
+                                                                      status=f"{sent} published, {done} finished"))
+        complete &= run.complete
+        records = records_from_recording(record_path, run_config, source.traces)
+        result[policy] = by_level(records) | {"plans": executed_plan_stats(records, config)}
+        out.print(f"{policy}: recorded {run.messages} messages to {record_path}; tasks: {terminal_counts(records)}"
+                  + ("" if run.complete else " - NOT all tasks ended within the grace time"))
+        if run.first_actions:
+            result[policy]["urgent_first_action"] = fa = run.first_actions
+            out.print(f"{policy}: urgent first action (task published -> first segment sent) p50 "
+                      f"{fa['load_p50_s']:.3f} s under load, {fa['idle_p50_s']:.3f} s for the "
+                      f"same tasks on the idle planner: {fa['ratio']:.2f}x")
+        if args.compare_sim:  # a real engine is reused on a virtual clock
+            sim = simulate(workload, source.traces, policy, run_config, args.seed, engine=engine, warm_up=True)
+            result[f"{policy} (sim)"] = by_level(sim.records)
+            out.print(live_vs_sim_table(result[policy], result[f"{policy} (sim)"], policy))
+            differences = task_differences(records, sim.records, first_sent_after_arrival(record_path))
+            out.print(report.differences_table(differences, f"largest live - simulated response ({policy})"))
+    engine_name = f"vLLM {engine.model_dir}" if engine is not None else f"sim engine {config.engine_profile}"
+    report.print_tables({p: result[p] for p in policies}, f"{source.name} live over ROS 2 ({engine_name})", out)
+    write_json(args.json, result, out)  # the keys of `compare --json`; with --compare-sim also "<policy> (sim)"
+    return 0 if complete else 1
+
+
+def cmd_record(args) -> int:
+    from llm_planner.ros.live_replay import record
+
+    stdout().print(f"recording the planner's tasks and statuses to {args.output}"
+                    + (f" for {args.duration:.0f} s" if args.duration else "; Ctrl-C to stop"))
+    stdout().print(f"wrote {record(args.output, args.duration)} messages to {args.output}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from llm_planner.ros.replay import default_traces, records_from_recording
+
+    config = planner_config(args)
+    records = records_from_recording(args.recording, config, load_traces(args.traces or default_traces()))
+    if not records:
+        raise ValueError(f"{args.recording}: no finished tasks recorded")
+    results = {config.policy: by_level(records) | {"plans": executed_plan_stats(records, config)}}
+    out = stdout()
+    report.print_tables(results, f"{args.recording} ({config.policy})", out)
+    out.print(f"tasks: {terminal_counts(records)}")
+    write_json(args.json, results, out)
+    if args.plots:
+        folder = Path(args.plots)
+        folder.mkdir(parents=True, exist_ok=True)
+        report.plot_utility_by_task({config.policy: by_label(records)}, folder / "utility_by_task.png")
+        out.print(f"plots: {folder / 'utility_by_task.png'}")
+    return 0
