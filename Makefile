@@ -74,6 +74,7 @@ test-fast: setup
 # The real engine's figures (segmentation overhead, resume vs cold prefill).
 bench-engine: setup
 	$(ENV) python benchmarks/engine_overhead.py
+	$(ENV) python benchmarks/dtype_speed.py
 
 # The plan benchmark on the corpus (config/corpus/plan_tasks.jsonl), on the real engine: are the
 # bundled model's plans ones a robot can run? Tuned-on and held-out thirds are reported apart.
@@ -85,10 +86,14 @@ plans: setup
 profile-engine: setup
 	$(ENV) llm-planner profile-engine --save
 
+# The regression benchmarks: each prints its figures and writes them to out/bench/<name>.json
+# (one schema: llm_planner/testing/bench_result.py). bench-engine needs the real engine.
 bench: setup
 	$(ENV) python benchmarks/scheduling_cost.py
 	$(ENV) python benchmarks/sim_speed.py
+	$(ENV) python benchmarks/rclpy_costs.py
 	$(ENV) python benchmarks/ros_overhead.py
+	$(ENV) python benchmarks/soak.py --minutes 2
 
 # Regenerates docs/results/simulation (the simulated tables and plots of docs/performance.md).
 results: setup

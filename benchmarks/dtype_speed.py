@@ -3,7 +3,7 @@
 256-token contexts) in bfloat16 and in float32, one process each (vLLM keeps process-wide
 state). The engine's default dtype (llm_planner/engine/cpu.py) should be the faster one.
 
-    python benchmarks/dtype_speed.py [--json out/dtype_speed.json]
+    python benchmarks/dtype_speed.py [--json F]
 """
 
 from __future__ import annotations
@@ -38,12 +38,13 @@ def _measure(dtype: str) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dtype", choices=DTYPES, help=argparse.SUPPRESS)  # one child process
-    parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--json", help="result file (default out/bench/dtype_speed.json)")
     args = parser.parse_args()
     if args.dtype:
         Path(args.json).write_text(json.dumps(_measure(args.dtype)))
         return 0
     from llm_planner.engine.cpu import cpu_info
+    from llm_planner.testing.bench_result import write_bench_result
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -60,13 +61,14 @@ def main() -> int:
     print(f"  {'dtype':9s} {'prefill/token':>14s} {'decode B1':>10s} {'decode B8':>10s}")
     for r in rows:
         print(f"  {r['dtype']:9s} {r['prefill_ms_per_token']:11.2f} ms {r['decode_b1_ms']:7.1f} ms {r['decode_b8_ms']:7.1f} ms")
+    ratios = {}
     for key, label in (("prefill_ms_per_token", "prefill"), ("decode_b1_ms", "decode batch 1"),
                        ("decode_b8_ms", "decode batch 8")):
         best, other = sorted(rows, key=lambda r: r[key])
         print(f"{label}: {best['dtype']} {other[key] / best[key]:.1f}x faster")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"cpu": info.describe(), "default": info.best_dtype, "rows": rows},
-                                              indent=2) + "\n")
+        ratios[f"{key}/{other['dtype']}_over_{best['dtype']}"] = round(other[key] / best[key], 2)
+    write_bench_result(args.json, "dtype_speed", {"default_dtype": info.best_dtype, "rows": rows}, ratios,
+                       "milliseconds: cold prefill per token, decode steps at batch 1 and 8 (256-token contexts)")
     return 0
 
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
-from pathlib import Path
 
 from llm_planner.domain.clock import WallClock
 from llm_planner.engine.factory import make_vllm_engine
@@ -22,10 +20,8 @@ from llm_planner.engine.profiler import EngineProfiler
 from llm_planner.lrtrace.load import load_traces
 from llm_planner.settings.config import load_planner_config
 from llm_planner.settings.paths import data_path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))  # engine drivers shared with the tests
-
-from engine_runs import plan_request, run_plans
+from llm_planner.testing.bench_result import write_bench_result
+from llm_planner.testing.engine_runs import plan_request, run_plans
 
 
 def main() -> None:
@@ -33,6 +29,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--model")
     parser.add_argument("--max-tokens", type=int, default=96)
+    parser.add_argument("--json", help="result file (default out/bench/engine_overhead.json)")
     args = parser.parse_args()
     config = load_planner_config()
     engine = make_vllm_engine(config, WallClock(), args.model)
@@ -61,8 +58,12 @@ def main() -> None:
         print(f"   round {k}: unsegmented {t_plain:.3f} s, segmenter only {t_detect:.3f} s, suspend+resume "
               f"{t_seg:.3f} s ({tokens} tokens, {suspensions} suspend/resume pairs)")
     base = statistics.median(times["unsegmented"])
+    figures = {"segmentation": {key: round(statistics.median(ts), 4) for key, ts in times.items()}
+               | {"token_identical": identical, "suspensions_per_round": suspensions}, "resume": {}}
+    ratios = {}
     for key in ("segmenter only", "suspend+resume"):
         t = statistics.median(times[key])
+        ratios[f"segmentation/{key}_over_unsegmented"] = round(t / base, 3)
         print(f"   median {key}: {t:.3f} s vs {base:.3f} s unsegmented -> {100 * (t - base) / base:+.1f}% of generation time"
               + (f" ({1000 * (t - base) / suspensions:.1f} ms per suspend/resume)" if key == "suspend+resume" else ""))
     print(f"   token-identical in all rounds: {identical}")
@@ -74,6 +75,11 @@ def main() -> None:
         hit, cold = statistics.median(hits), statistics.median(colds)
         print(f"   context {context + 40:5d} tokens: resume {hit * 1000:7.1f} ms, cold {cold * 1000:7.1f} ms, "
               f"ratio {cold / hit:5.1f}x")
+        figures["resume"][f"{context + 40}_tokens"] = {"resume_ms": round(hit * 1000, 2),
+                                                       "cold_ms": round(cold * 1000, 2)}
+        ratios[f"resume/{context + 40}_tokens_cold_over_resume"] = round(cold / hit, 2)
+    write_bench_result(args.json, "engine_overhead", figures, ratios,
+                       "seconds per round of plans (median); milliseconds per resume against a cold re-prefill")
 
 
 if __name__ == "__main__":

@@ -4,16 +4,15 @@ holds one action client (as a robot link does), woken by a guard condition;
 `ActionClient.server_is_ready()` with 1 and 50 robots' action servers in the process; and
 formatting a goal's UUID (a numpy array) as rclpy's action server does for its debug messages,
 which it builds even with debug logging off, and the same UUID as the robot server's goals
-have it (ros/robot_server.py `_HexUuid`).
+have it (`_HexUuid` of ros/rclpy_compat.py).
 
-Usage: . scripts/env.sh && python benchmarks/rclpy_costs.py"""
+Usage: . scripts/env.sh && python benchmarks/rclpy_costs.py [--json F]"""
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 import timeit
-from pathlib import Path
 
 import numpy as np
 import rclpy
@@ -22,12 +21,10 @@ from rclpy.action import ActionClient
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
-from ros_fixtures import start_fleet  # noqa: E402
-
-from llm_planner.ros.rclpy_compat import NodeExecutor  # noqa: E402
-from llm_planner.ros.robot_server import _HexUuid  # noqa: E402
-from llm_planner.settings.fleet import RobotConfig  # noqa: E402
+from llm_planner.ros.rclpy_compat import NodeExecutor, _HexUuid
+from llm_planner.settings.fleet import RobotConfig
+from llm_planner.testing.bench_result import write_bench_result
+from llm_planner.testing.ros_fleet import start_fleet
 
 N = 3000
 
@@ -64,18 +61,26 @@ def server_is_ready_cost(robots: int) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="result file (default out/bench/rclpy_costs.json)")
+    args = parser.parse_args()
     rclpy.init()
+    figures = {}
     for kind in (SingleThreadedExecutor, NodeExecutor):
-        print(f"{kind.__name__} turn (spin_once, one action client, a guard condition): "
-              f"{spin_once_cost(kind) * 1e6:.0f} µs CPU")
+        figures[f"{kind.__name__}_turn_us"] = cost = round(spin_once_cost(kind) * 1e6, 1)
+        print(f"{kind.__name__} turn (spin_once, one action client, a guard condition): {cost:.0f} µs CPU")
     for robots in (1, 50):
-        cost = server_is_ready_cost(robots)
-        print(f"server_is_ready() with {robots} robot(s) in the process: {cost * 1e6:.0f} µs CPU")
+        figures[f"server_is_ready_{robots}_robots_us"] = cost = round(server_is_ready_cost(robots) * 1e6, 1)
+        print(f"server_is_ready() with {robots} robot(s) in the process: {cost:.0f} µs CPU")
     uuid = np.arange(16, dtype=np.uint8)
-    for name, value in (("a numpy array, as rclpy has it", uuid),
-                        ("hex, as the robot server's goals have it", uuid.view(_HexUuid))):
-        per = timeit.timeit(lambda: "Goal with ID {0}".format(value), number=N) / N
-        print(f"formatting a goal's UUID for a debug message, {name}: {per * 1e6:.1f} µs")
+    for key, name, value in (("uuid_numpy_format_us", "a numpy array, as rclpy has it", uuid),
+                             ("uuid_hex_format_us", "hex, as the robot server's goals have it", uuid.view(_HexUuid))):
+        figures[key] = per = round(timeit.timeit(lambda: "Goal with ID {0}".format(value), number=N) / N * 1e6, 2)
+        print(f"formatting a goal's UUID for a debug message, {name}: {per:.1f} µs")
+    ratios = {"executor_turn/rclpy_over_node_executor":
+              round(figures["SingleThreadedExecutor_turn_us"] / figures["NodeExecutor_turn_us"], 2),
+              "uuid_format/numpy_over_hex": round(figures["uuid_numpy_format_us"] / figures["uuid_hex_format_us"], 1)}
+    write_bench_result(args.json, "rclpy_costs", figures, ratios, "CPU microseconds per operation")
 
 
 if __name__ == "__main__":

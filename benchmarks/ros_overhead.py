@@ -31,17 +31,16 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from llm_planner_interfaces.msg import TaskStatus
+
+from llm_planner.ros.hops import ENV, read_hops
+from llm_planner.ros.task_client import TaskClient
+from llm_planner.settings.config import load_planner_config
+from llm_planner.settings.fleet import RobotConfig
+from llm_planner.testing.bench_result import write_bench_result
+from llm_planner.testing.ros_fleet import instruction, start_fleet
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "test"))
-
-from llm_planner_interfaces.msg import TaskStatus  # noqa: E402
-from ros_fixtures import instruction, start_fleet  # noqa: E402
-
-from llm_planner.ros.hops import ENV, read_hops  # noqa: E402
-from llm_planner.ros.task_client import TaskClient  # noqa: E402
-from llm_planner.settings.config import load_planner_config  # noqa: E402
-from llm_planner.settings.fleet import RobotConfig  # noqa: E402
 
 # (name, from hop, to hop, middleware transport?)
 SPANS = [
@@ -245,7 +244,7 @@ def main() -> None:
     parser.add_argument("--layouts", default="one process,processes")
     parser.add_argument("--robots", default="1,50")
     parser.add_argument("--no-load", action="store_true", help="skip the under-load scenarios")
-    parser.add_argument("--json", help="write every scenario's spans here")
+    parser.add_argument("--json", help="result file (default out/bench/ros_overhead.json)")
     parser.add_argument("--robot-links", choices=["process", "threads"],
                         help="the planner parameter robot_links (default: config/planner.yaml's): the robot links in "
                              "a process of their own, or as threads of the planner's process")
@@ -307,10 +306,8 @@ def main() -> None:
             r = row(values)
             print(f"  {'bare rclpy: ' + name:<28} {'floor':<10} {r['n']:>5} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
                   f"{r['max_ms']:>8.2f}", flush=True)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(results, indent=2))
-        print(f"\nwrote {args.json}")
+    write_bench_result(args.json, "ros_overhead", results,
+                       notes="per scenario, each hop's milliseconds (spans) and the bare rclpy pair's beside it")
 
 
 if __name__ == "__main__":

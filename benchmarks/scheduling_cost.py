@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
-from pathlib import Path
 
 from llm_planner.domain.tuf import Tuf
 from llm_planner.sched.queues import PudQueue, QueueEntry, bucket_gen_time
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))  # the reference queue, shared with the tests
-
-from naive_queue import NaiveRebuildQueue
+from llm_planner.testing.bench_result import write_bench_result
+from llm_planner.testing.naive_queue import NaiveRebuildQueue
 
 NORMAL, URGENT = Tuf(1.0, 1.0, 1.5), Tuf(2.0, 0.2, 0.5)
 G_FIRST, G_RESUMED = 0.234, 0.223  # drone segment estimates from the default engine profile
@@ -61,7 +57,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,8,100,1000")
     parser.add_argument("--decisions", type=int, default=2000)
+    parser.add_argument("--json", help="result file (default out/bench/scheduling_cost.json)")
     args = parser.parse_args()
+    figures, ratios = {}, {}
     for predicted in (False, True):
         print("G per task from the predictor (on the queue's grid)" if predicted else "G per skill set")
         print(f"{'queued':>7} {'timely PudQueue us':>19} {'naive rebuild us':>17} {'ratio':>7}  same picks")
@@ -70,6 +68,12 @@ def main() -> None:
             pud, picks_a = per_decision_us(PudQueue, size, decisions, size, predicted)
             naive, picks_b = per_decision_us(NaiveRebuildQueue, size, decisions, size, predicted)
             print(f"{size:>7} {pud:>19.1f} {naive:>17.1f} {naive / pud:>6.1f}x  {picks_a == picks_b}")
+            key = f"{'predicted' if predicted else 'fixed'}_g/{size}_queued"
+            figures[key] = {"pud_queue_us": round(pud, 2), "naive_rebuild_us": round(naive, 2),
+                            "same_picks": picks_a == picks_b}
+            ratios[f"{key}/naive_over_pud"] = round(naive / pud, 2)
+    write_bench_result(args.json, "scheduling_cost", figures, ratios,
+                       "microseconds per scheduling decision, PudQueue vs rebuilding and re-sorting the queue")
 
 
 if __name__ == "__main__":

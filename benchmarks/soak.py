@@ -1,6 +1,6 @@
 """Soak: a long live replay against a fleet process, watching the service's memory.
 
-    python benchmarks/soak.py [--minutes 10] [--load 2] [--workload wid2] [--keep N] [--json out/soak.json]
+    python benchmarks/soak.py [--minutes 10] [--load 2] [--workload wid2] [--keep N] [--json F]
 
 Starts `llm-planner-fleet` (planner node on the sim engine and one simulated robot per agent,
 in real time) as its own process, replays WID2 composed at `--load` times its event rate for
@@ -14,7 +14,6 @@ the node's `finished_tasks_kept` parameter (default 5000), so a short run reache
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from llm_planner.lrtrace.composer import compose_preset, load_preset, mean_exec_
 from llm_planner.lrtrace.formats import save
 from llm_planner.settings.config import load_planner_config
 from llm_planner.settings.fleet import fleet_for_agents
+from llm_planner.testing.bench_result import write_bench_result
 
 SAMPLE_S = 5.0
 WARM_UP_S = 60.0
@@ -68,7 +68,7 @@ def main() -> int:
     p.add_argument("--minutes", type=float, default=10.0, help="how long tasks arrive")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--keep", type=int, help="the planner's finished_tasks_kept (ROS parameter)")
-    p.add_argument("--json", help="write the figures here")
+    p.add_argument("--json", help="result file (default out/bench/soak.json)")
     args = p.parse_args()
 
     import rclpy
@@ -146,7 +146,7 @@ def main() -> int:
     slope = slope_mib_per_min(samples, arrivals_end)
     result = {
         "workload": workload.name, "load": args.load, "minutes": args.minutes, "finished_tasks_kept": args.keep,
-        "command": " ".join(sys.argv), "tasks": len(ids),
+        "tasks": len(ids),
         "robots": len(fleet.robots), "complete": complete, "fleet_exit_code": fleet_proc.returncode,
         "terminal": dict(sorted(by_status.items())), "lost": lost, "duplicated": duplicated,
         "rss_mib_start": samples[0]["rss_mib"] if samples else None,
@@ -161,9 +161,7 @@ def main() -> int:
           f"{WARM_UP_S:.0f} s, {result['rss_mib_end']} at the end (max {result['rss_mib_max']}); slope while tasks "
           f"arrive: {slope if slope is None else round(slope, 2)} MiB/min; threads max {result['threads_max']}, "
           f"at the end {result['threads_end']}; fleet exit code {fleet_proc.returncode}")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=1))
+    write_bench_result(args.json, "soak", result, notes="the fleet process's memory and threads over a long replay")
     return 0 if complete and not lost and not duplicated and fleet_proc.returncode == 0 else 1
 
 

@@ -1,7 +1,7 @@
 import random
 
 import pytest
-from naive_queue import NaiveRebuildQueue
+from llm_planner.testing.naive_queue import NaiveRebuildQueue
 
 from llm_planner.domain.tuf import Tuf
 from llm_planner.sched.queues import PudQueue, QueueEntry, StaticQueue, bucket_gen_time, get_policy

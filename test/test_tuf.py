@@ -62,7 +62,6 @@ def test_config_levels_match_the_paper():
 
 
 def test_bad_config_is_reported_with_the_field(tmp_path):
-    from llm_planner.settings.model_file import ConfigError
 
     bad = tmp_path / "planner.yaml"
     bad.write_text("urgency_levels: [{name: n, beta: 1, ert_s: 1, cutoff_s: 0.5}]\nrobot_types: {}\n")

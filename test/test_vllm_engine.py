@@ -6,7 +6,7 @@ recomputes its last partial KV block by prefill where an uninterrupted one decod
 positions, and in bfloat16 the two differ by up to ~0.1 nats while greedy margins are
 multiples of bf16's logit step (0.0625-0.125, exact ties happen); which near-tie flips then
 depends on the CPU's kernels. In float32 the difference is ~1e-5 nats against a smallest
-margin of 0.02 in these plans (`python benchmarks/resume_numerics.py`, docs/engine.md, "Resuming
+margin of 0.02 in these plans (`python scripts/investigations/resume_numerics.py`, docs/engine.md, "Resuming
 is exact"), so token identity is a deterministic check of resuming on any CPU.)"""
 
 import os
@@ -18,8 +18,9 @@ if os.environ.get("LLM_PLANNER_REQUIRE_VLLM"):  # `make test`: a missing vLLM is
 else:
     pytest.importorskip("vllm")
 
-from engine_runs import plan_request as request
-from engine_runs import run_plans
+from llm_planner.testing.engine_runs import ENGINE_TASKS as TASKS
+from llm_planner.testing.engine_runs import plan_request as request
+from llm_planner.testing.engine_runs import run_plans
 
 from llm_planner.catalog.grammar import check_plan
 from llm_planner.catalog.skills import load_skill_set
@@ -28,12 +29,6 @@ from llm_planner.engine.plan_constraint import EXTRA_ARG
 
 pytestmark = pytest.mark.vllm
 
-TASKS = [
-    ("minispec_drone", "Scene: [door, person, chair]. Turn right 90 degrees, fly 100 cm forward, take a picture."),
-    ("minispec_arm", "Scene: [apple, banana, blue bowl]. Put the apple and the banana in the blue bowl."),
-    ("python_arm", "Objects: ['bolt', 'bin']. Move to the bolt, take it, move to the bin and drop it."),
-    ("minispec_drone", "Scene: [window, lamp, person]. If you can see a person, fly to them and take a photo."),
-]
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,9 @@ from llm_planner.domain.calls import SkillCall
 from llm_planner.domain.tasks import DispatchedSegment, TaskRecord
 
 
-class Segment(Protocol):
+class PlanPiece(Protocol):
+    """A generated piece of a plan: its text and the skill calls in it."""
+
     text: str
     calls: list[SkillCall]
 
@@ -78,13 +80,13 @@ class Dispatcher:
     dispatch costs the next unit that wait, so the release decision prices it."""
 
     def __init__(self, robots: RobotPort, on_executing: Callable[[TaskRecord, DispatchedSegment], None],
-                 whole_plan_units: Callable[[SkillSet, str], list[Segment]] | None = None) -> None:
+                 whole_plan_units: Callable[[SkillSet, str], list[PlanPiece]] | None = None) -> None:
         self.robots = robots
         self.on_executing = on_executing
         self.whole_plan_units = whole_plan_units
         self.switch_gap_s = 0.0
 
-    def send(self, record: TaskRecord, skill_set: SkillSet, work: RobotWork, segments: list[Segment],
+    def send(self, record: TaskRecord, skill_set: SkillSet, work: RobotWork, segments: list[PlanPiece],
              last: bool, now: float) -> None:
         """Send one or more consecutive segments as one dispatch; each segment with calls
         stays its own utility unit (held-back segments are counted as if streamed)."""

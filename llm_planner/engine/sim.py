@@ -22,7 +22,7 @@ TEMPLATE_TOKENS = 10
 
 
 @dataclass
-class _SimGeneration:
+class _SimSequence:
     request: GenerationRequest
     pieces: list[str]
     prefix_tokens: int  # shared system prompt (attended to, cached once if prefix caching)
@@ -49,7 +49,7 @@ class SimEngine(Engine):
         self.tokenizer = tokenizer
         self.clock = clock
         self.stats = EngineStats()
-        self._gens: dict[str, _SimGeneration] = {}
+        self._gens: dict[str, _SimSequence] = {}
         self._order: list[str] = []  # running generations in admission order
         self._pending_resumes = 0
         self._cached_prefixes: dict[str, int] = {}
@@ -94,7 +94,7 @@ class SimEngine(Engine):
         else:
             own += prefix_tokens
             prefix_tokens = 0
-        gen = _SimGeneration(request, pieces[: request.max_tokens], prefix_tokens, own, prefill)
+        gen = _SimSequence(request, pieces[: request.max_tokens], prefix_tokens, own, prefill)
         self._gens[request.gen_id] = gen
         self._order.append(request.gen_id)
         self.stats.prefill_tokens[request.gen_id] = 0
@@ -105,7 +105,7 @@ class SimEngine(Engine):
             for request in requests:
                 self._cached_prefixes.setdefault(request.prefix_key, self._count(request.prefix))
 
-    def _get(self, gen_id: str) -> _SimGeneration:
+    def _get(self, gen_id: str) -> _SimSequence:
         try:
             return self._gens[gen_id]
         except KeyError:
@@ -147,7 +147,7 @@ class SimEngine(Engine):
 
     def step(self) -> StepResult:
         budget = self.profile.max_batched_tokens
-        decoding: list[_SimGeneration] = []
+        decoding: list[_SimSequence] = []
         prefill = 0
         for gen_id in self._order:
             gen = self._gens[gen_id]

@@ -83,7 +83,7 @@ class VllmStats(EngineStats):
 
 
 @dataclass
-class _Generation:
+class _VllmSequence:
     request: GenerationRequest
     prompt_ids: list[int]
     prefix_len: int  # tokens of the shared skill-set prefix at the start of prompt_ids
@@ -140,7 +140,7 @@ class VllmEngine(Engine):
         self.max_model_len = limits.max_model_len
         self.max_batched_tokens = limits.max_batched_tokens
         self.stats = VllmStats()
-        self._gens: dict[str, _Generation] = {}
+        self._gens: dict[str, _VllmSequence] = {}
         self._by_vllm_id: dict[str, str] = {}
         self._prefix_ids: dict[str, list[int]] = {}
         self._prompt_cache: dict[str, list[int]] = {}
@@ -190,13 +190,13 @@ class VllmEngine(Engine):
         if len(ids) + 1 > self.max_model_len:
             raise EngineError(f"prompt of {len(ids)} tokens does not fit max_model_len {self.max_model_len}")
         grammar = request.grammar if self.constrained else None
-        gen = _Generation(request, ids, prefix_len, grammar)
+        gen = _VllmSequence(request, ids, prefix_len, grammar)
         self._gens[request.gen_id] = gen
         self.stats.prefill_tokens[request.gen_id] = 0
         self._seen_prefixes.add(request.prefix_key)
         self._start(gen, urgency)
 
-    def _start(self, gen: _Generation, urgency: float) -> None:
+    def _start(self, gen: _VllmSequence, urgency: float) -> None:
         budget = min(gen.request.max_tokens, self.max_plan_tokens, self.max_model_len - len(gen.prompt_ids))
         remaining = budget - len(gen.out_ids)
         if remaining <= 0:
@@ -213,13 +213,13 @@ class VllmEngine(Engine):
         self._by_vllm_id[vllm_id] = gen.request.gen_id
 
     @staticmethod
-    def _context_ids(gen: _Generation) -> list[int]:
+    def _context_ids(gen: _VllmSequence) -> list[int]:
         """What a (re)started request's prompt holds: the chat prompt and every token generated
         so far, so a resume continues exactly where the suspended run stopped."""
         return gen.prompt_ids + gen.out_ids
 
     @staticmethod
-    def _grammar_args(gen: _Generation) -> dict[str, Any] | None:
+    def _grammar_args(gen: _VllmSequence) -> dict[str, Any] | None:
         """The constraint of a (re)started request: its matcher first consumes the plan so far,
         which starts where the chat prompt ends."""
         if gen.grammar is None:
@@ -229,13 +229,13 @@ class VllmEngine(Engine):
         return {EXTRA_ARG: {"grammar": gen.grammar, "plan_start": len(gen.prompt_ids),
                             "syntax": gen.request.plan_syntax}}
 
-    def _get(self, gen_id: str) -> _Generation:
+    def _get(self, gen_id: str) -> _VllmSequence:
         try:
             return self._gens[gen_id]
         except KeyError:
             raise EngineError(f"unknown generation {gen_id}") from None
 
-    def _stop(self, gen: _Generation) -> None:
+    def _stop(self, gen: _VllmSequence) -> None:
         if gen.vllm_id is not None:
             if not gen.finished:
                 self.llm.abort_request([gen.vllm_id])
@@ -285,7 +285,7 @@ class VllmEngine(Engine):
         self.stats.max_batch = max(self.stats.max_batch, len(self._by_vllm_id))
         return StepResult(duration, outputs, prefill)
 
-    def _account_prompt(self, gen: _Generation, ro) -> int:
+    def _account_prompt(self, gen: _VllmSequence, ro) -> int:
         gen.awaiting_first = False
         prompt = len(ro.prompt_token_ids or ())
         cached = int(ro.num_cached_tokens or 0)
@@ -298,7 +298,7 @@ class VllmEngine(Engine):
             self.stats.resume_first_token_s.append(time.perf_counter() - gen.resumed_at)
         return prompt - cached
 
-    def _new_text(self, gen: _Generation) -> str:
+    def _new_text(self, gen: _VllmSequence) -> str:
         """The text the new tokens add, decoding only a short window instead of the whole output."""
         ids = gen.out_ids
         context = self.tokenizer.decode(ids[gen.prefix_offset:gen.read_offset], skip_special_tokens=True)

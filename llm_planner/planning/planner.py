@@ -51,7 +51,7 @@ _TYPICAL_CONTEXT_TOKENS = 1000
 
 
 @dataclass(eq=False)  # one task's generation: equal only to itself (a field-by-field compare cost ms per batch)
-class Generation:
+class PlanGeneration:
     record: TaskRecord
     skill_set: SkillSet
     segmenter: Segmenter
@@ -61,8 +61,8 @@ class Generation:
     run_started_s: float = math.nan
     seg_tokens: int = 0  # tokens generated since the last segment boundary
     tokens: int = 0  # tokens generated in all
-    segments: int = 0  # segments generated in all
-    segments_exec_s: float = 0.0  # their predicted execution time
+    segments_generated: int = 0
+    generated_exec_s: float = 0.0  # the generated segments' predicted execution time
     ahead_tokens: list[float] = field(default_factory=list)  # expected tokens of each segment to come
     plan_tokens: float = math.nan  # rtlm: the plan's predicted (uncertainty-priced) tokens, redone if outrun
     held: list[Segment] = field(default_factory=list)  # generated, not yet sent to the robot
@@ -120,7 +120,7 @@ class Planner:
                                                     required=behaviour.prices_whole_plans)
         # (robot type, skill, argument, seconds) of the latest calls, for refitting exec models
         self.exec_samples: deque[tuple[str, str, float | None, float]] = deque(maxlen=EXEC_SAMPLES_KEPT)
-        self._gens: dict[str, Generation] = {}
+        self._gens: dict[str, PlanGeneration] = {}
         self.recent_step_s = 0.0  # running mean of the engine's real iteration time (prefills included)
         self._types: dict[str, tuple[SkillSet, ExecModel]] = {}
         self._gen_time: dict[tuple[str, bool], float] = {}
@@ -164,7 +164,7 @@ class Planner:
             self._finish_record(record, TaskState.REJECTED, reason)
             return record
         skill_set, model = self._types[request.robot_type]
-        gen = Generation(record, skill_set, make_segmenter(skill_set), self._generation_request(request),
+        gen = PlanGeneration(record, skill_set, make_segmenter(skill_set), self._generation_request(request),
                          RobotWork(model, self.exec_stat))
         self.segment_lengths.start(request.task_id, skill_set, request.instruction)
         gen.ahead_tokens = self.segment_lengths.ahead(request.task_id, skill_set, 0, 0)
@@ -200,7 +200,7 @@ class Planner:
             return "no recorded plan for this instruction (the sim engine replays recorded plans)"
         return ""
 
-    def _next_entry(self, gen: Generation) -> QueueEntry:
+    def _next_entry(self, gen: PlanGeneration) -> QueueEntry:
         """The scheduling entry of the segment the generation works on next: due by TUF_0 from
         the arrival while the robot has been sent nothing, else by TUF_1 from when the robot
         is expected to be free."""
@@ -222,7 +222,7 @@ class Planner:
         gen.entry = entry
         return entry
 
-    def _segment_gen_time(self, gen: Generation, first: bool) -> float:
+    def _segment_gen_time(self, gen: PlanGeneration, first: bool) -> float:
         """G of the segment the generation works on next: its expected tokens at the running
         batch, on the queue's grid (with a predictor; else l_max at batch 1, the per-skill-set
         constant)."""
@@ -236,7 +236,7 @@ class Planner:
         prefill = self.engine.predict_step_s(batch, context, TYPICAL_PROMPT_TOKENS) - step if first else 0.0
         return bucket_gen_time(prefill + gen.expected_segment_tokens * step)
 
-    def _plan_gen_time(self, gen: Generation, first: bool) -> float:
+    def _plan_gen_time(self, gen: PlanGeneration, first: bool) -> float:
         """rtlm's G: the rest of the plan's predicted, uncertainty-priced tokens at batch 1 (RT-LM
         prices a request by its expected length alone, not by the batch it will share)."""
         return self._solo_gen_time(gen.expected_remaining_tokens, first)
@@ -246,7 +246,7 @@ class Planner:
         running = self.engine.running
         return self.engine.predict_step_s(len(running), sum(self.engine.context_tokens(g) for g in running))
 
-    def _outlook(self, gen: Generation, now: float) -> Outlook:
+    def _outlook(self, gen: PlanGeneration, now: float) -> Outlook:
         """What the release decision needs: the held units' expected execution (the mean: it
         weighs expected utility) and the segments to come at the running batch's step time."""
         req = gen.record.request
@@ -260,7 +260,7 @@ class Planner:
             robot_free_s=robot_free,
             held_exec_s=[gen.robot.duration(s.calls, "mean") for s in gen.held if s.calls],
             ahead_gen_s=[tokens * step for tokens in gen.ahead_tokens],
-            ahead_exec_s=gen.segments_exec_s / max(1, gen.segments),
+            ahead_exec_s=gen.generated_exec_s / max(1, gen.segments_generated),
             switch_gap_s=self.dispatcher.switch_gap_s,
             first_tuf=req.tuf if first else req.tuf.resumed(),
             first_ref_s=req.arrival_s if first else robot_free,
@@ -330,7 +330,7 @@ class Planner:
             gen.run_started_s = now
             self._emit(gen.record, TaskState.GENERATING, segment_index=len(gen.record.segments))
 
-    def _on_token(self, gen: Generation, out: TokenOutput, now: float) -> None:
+    def _on_token(self, gen: PlanGeneration, out: TokenOutput, now: float) -> None:
         record = gen.record
         if math.isnan(record.first_token_s):
             record.first_token_s = now
@@ -356,11 +356,11 @@ class Planner:
             else:
                 segments = [Segment(0, record.plan, gen.skill_set.find_calls(record.plan))]
         gen.held.extend(segments)
-        gen.segments += len(segments)
-        gen.segments_exec_s += sum(gen.robot.duration(s.calls, "mean") for s in segments)
+        gen.segments_generated += len(segments)
+        gen.generated_exec_s += sum(gen.robot.duration(s.calls, "mean") for s in segments)
         if segments and not out.finished:
             gen.seg_tokens = 0
-            gen.ahead_tokens = self.segment_lengths.ahead(gen.task_id, gen.skill_set, gen.tokens, gen.segments)
+            gen.ahead_tokens = self.segment_lengths.ahead(gen.task_id, gen.skill_set, gen.tokens, gen.segments_generated)
         self._release(gen, out.finished, now)
         if out.finished:
             self._maybe_complete(gen)
@@ -372,7 +372,7 @@ class Planner:
                 self.queue.push(entry)
                 self._emit(record, TaskState.SUSPENDED, segment_index=len(record.segments))
 
-    def _release(self, gen: Generation, plan_done: bool, now: float) -> None:
+    def _release(self, gen: PlanGeneration, plan_done: bool, now: float) -> None:
         """Send the held segments to the robot now, or keep holding them (see dispatch.release)."""
         if not gen.held:
             return
@@ -386,7 +386,7 @@ class Planner:
                                      plan_done and i == len(gen.held) - 1, now)
         gen.held = []
 
-    def _end_run(self, gen: Generation, now: float) -> None:
+    def _end_run(self, gen: PlanGeneration, now: float) -> None:
         if not math.isnan(gen.run_started_s):
             gen.record.gen_intervals.append((gen.run_started_s, now))
             gen.run_started_s = math.nan
@@ -421,11 +421,11 @@ class Planner:
             self._refresh_queued(gen)
         self._maybe_complete(gen)
 
-    def _refresh_queued(self, gen: Generation) -> None:
+    def _refresh_queued(self, gen: PlanGeneration) -> None:
         if gen.task_id in self.queue and gen.record.segments:
             self.queue.push(self._next_entry(gen))
 
-    def _maybe_complete(self, gen: Generation) -> None:
+    def _maybe_complete(self, gen: PlanGeneration) -> None:
         if not gen.plan_done or gen.robot.outstanding > 0:
             return
         cut = " (the plan was cut at the engine's token limit)" if gen.truncated else ""
@@ -442,7 +442,7 @@ class Planner:
         self._finish(gen, TaskState.CANCELED, reason)
         return True
 
-    def _finish(self, gen: Generation, state: TaskState, message: str) -> None:
+    def _finish(self, gen: PlanGeneration, state: TaskState, message: str) -> None:
         self.queue.remove(gen.task_id)
         if gen.in_engine:
             self.engine.release(gen.task_id)

@@ -279,7 +279,7 @@ class _HexUuid(np.ndarray):
     """A goal's UUID (uint8[16], as the message has it) that prints as hex. rclpy's action
     server formats each goal's UUID into five debug messages even with debug logging off, and
     numpy's array printing takes ~50 µs each (benchmarks/rclpy_costs.py): 28% of the CPU of a
-    bare rclpy client's and server's executor threads (benchmarks/profile_ros.py --script
+    bare rclpy client's and server's executor threads (scripts/investigations/profile_ros.py --script
     rclpy_floor.py, docs/results/ros-path/findings/profile-floor.txt), all of it holding the GIL."""
 
     def __format__(self, spec: str) -> str:

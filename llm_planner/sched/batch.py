@@ -30,7 +30,7 @@ from llm_planner.sched.queues import QueueEntry, ReadyQueue
 from llm_planner.settings.config import BatchConfig, RtlmConfig
 
 
-class Generation(Protocol):
+class BatchMember(Protocol):
     """What the batch controller reads of a planner's generation."""
 
     task_id: str
@@ -46,8 +46,8 @@ class Generation(Protocol):
 @dataclass
 class Selection:
     admitted: list[QueueEntry]  # in order
-    preempted: list[Generation]  # suspended for a better queued generation (a full batch)
-    shrunk: list[Generation]  # suspended so that a more important running one decodes faster
+    preempted: list[BatchMember]  # suspended for a better queued generation (a full batch)
+    shrunk: list[BatchMember]  # suspended so that a more important running one decodes faster
 
 
 class BatchController:
@@ -62,7 +62,7 @@ class BatchController:
         self.deferred = 0  # admissions postponed to protect a running generation's deadline
         self._shrunk_for: str | None = None  # the generation the batch is shrunk for, while it runs
 
-    def select(self, queue: ReadyQueue, running: list[Generation], gens: dict[str, Generation],
+    def select(self, queue: ReadyQueue, running: list[BatchMember], gens: dict[str, BatchMember],
                now: float) -> Selection:
         """Entries to admit, in order, and running generations to suspend.
 
@@ -70,7 +70,7 @@ class BatchController:
         running one takes its place; that one keeps its context and returns to the queue
         (so an urgent first segment never waits for a batch slot)."""
         admitted: list[QueueEntry] = []
-        preempted: list[Generation] = []
+        preempted: list[BatchMember] = []
         batch = list(running)
         victims = list(running)  # only generations that were running before this decision
         context = sum(self.engine.context_tokens(g.task_id) for g in batch)
@@ -120,14 +120,14 @@ class BatchController:
             kv_free -= kv_needed
             if self.shrink and (critical is None or entry.tuf.beta > critical.entry.tuf.beta):
                 critical = self._critical(batch)
-        shrunk: list[Generation] = []
+        shrunk: list[BatchMember] = []
         if critical is not None:
             shrunk = self._shrink_for(critical, [g for g in batch if g in victims], batch, context, now)
             if shrunk:
                 self._shrunk_for = critical.task_id
         return Selection(admitted, preempted, shrunk)
 
-    def _consolidates(self, gen: Generation, batch: list[Generation]) -> bool:
+    def _consolidates(self, gen: BatchMember, batch: list[BatchMember]) -> bool:
         """rtlm: room in a consolidated batch, and a predicted remaining length like the batch's."""
         if len(batch) >= self.consolidation.batch_size:
             return False
@@ -136,15 +136,15 @@ class BatchController:
         median = statistics.median(g.expected_remaining_tokens for g in batch)
         return abs(math.log(gen.expected_remaining_tokens / median)) <= self.consolidation.consolidation
 
-    def _shrink_for(self, critical: Generation, candidates: list[Generation], batch: list[Generation],
-                    context: int, now: float) -> list[Generation]:
+    def _shrink_for(self, critical: BatchMember, candidates: list[BatchMember], batch: list[BatchMember],
+                    context: int, now: float) -> list[BatchMember]:
         """The fewest running generations to suspend so that `critical` earns more utility
         from its segment, each of which can wait for it (and its own resume) at no loss.
         Empty if no such set helps: a suspension and its resume are not free."""
         entry = critical.entry
         step = self.engine.predict_step_s(len(batch), context)
         utility_now = entry.tuf.utility(now + self._remaining_s(critical, step) - entry.ref_s)
-        chosen: list[Generation] = []
+        chosen: list[BatchMember] = []
         smaller, small_context = list(batch), context
         for g in sorted(candidates, key=lambda g: -(g.deadline_s - now)):  # most slack first
             if not self._can_wait_for(g, g.entry, critical, batch, context, now):
@@ -157,7 +157,7 @@ class BatchController:
                 return chosen
         return []
 
-    def _critical(self, batch: list[Generation]) -> Generation | None:
+    def _critical(self, batch: list[BatchMember]) -> BatchMember | None:
         """The running generation others may be suspended for: the most important (largest
         beta, then earliest deadline), if anything in the batch is less important."""
         if not self.shrink or not batch:
@@ -168,14 +168,14 @@ class BatchController:
         return critical
 
     @staticmethod
-    def _remaining_tokens(gen: Generation) -> int:
+    def _remaining_tokens(gen: BatchMember) -> int:
         """Tokens its current segment still needs (at least one)."""
         return max(1, math.ceil(gen.expected_segment_tokens) - gen.seg_tokens)
 
-    def _remaining_s(self, gen: Generation, step: float) -> float:
+    def _remaining_s(self, gen: BatchMember, step: float) -> float:
         return self._remaining_tokens(gen) * step
 
-    def _can_wait_for(self, gen: Generation, entry: QueueEntry, critical: Generation, batch: list[Generation],
+    def _can_wait_for(self, gen: BatchMember, entry: QueueEntry, critical: BatchMember, batch: list[BatchMember],
                       context: int, now: float) -> bool:
         """True if `gen` is less important than `critical` and finishing its segment after the
         critical one's (at the current batch) costs it no utility."""
@@ -186,7 +186,7 @@ class BatchController:
         delayed = finish + self._remaining_s(critical, step) + self.engine.predict_step_s(1, 0, resumes=1)
         return entry.tuf.utility(delayed - entry.ref_s) >= entry.tuf.utility(finish - entry.ref_s)
 
-    def _keeps_deadlines(self, batch: list[Generation], context: int, prefill: int, resumes: int,
+    def _keeps_deadlines(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
                          now: float) -> bool:
         """False if admitting would make a running generation miss a deadline it would
         otherwise meet (one that misses anyway does not block admissions)."""

@@ -11,8 +11,8 @@ process per dtype: vLLM keeps process-wide state) and reports, per generation:
   positions where they still agree (the size of the prefill-vs-decode noise);
 - the smallest greedy margin anywhere in the uninterrupted run (how close the run came to a tie).
 
-    python benchmarks/resume_numerics.py                 # bfloat16 and float32, one process each
-    python benchmarks/resume_numerics.py --dtype float32 --json out/numerics-float32.json
+    python scripts/investigations/resume_numerics.py                 # bfloat16 and float32, one process each
+    python scripts/investigations/resume_numerics.py --dtype float32 --json out/numerics-float32.json
 """
 
 from __future__ import annotations
@@ -24,16 +24,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
-
 
 def _run_one(dtype: str, max_tokens: int) -> dict:
-    from engine_runs import plan_request, run_plans
-    from test_vllm_engine import TASKS
-
     from llm_planner.domain.clock import VirtualClock
     from llm_planner.engine.factory import make_vllm_engine
     from llm_planner.settings.config import load_planner_config
+    from llm_planner.testing.engine_runs import ENGINE_TASKS as TASKS
+    from llm_planner.testing.engine_runs import plan_request, run_plans
 
     config = load_planner_config()
     vllm_cfg = config.vllm.model_copy(update={

@@ -8,7 +8,7 @@ With `--tracemalloc N`: after the 300, tracemalloc starts and N more tasks follo
 whole process runs several times slower); prints the memory grown per task and where.
 How docs/results/ros-path/findings/burst-tracemalloc-kept-1s.txt was made.
 
-Usage: . scripts/env.sh && python benchmarks/burst_probe.py [--gap 0.01] [--tracemalloc 600]"""
+Usage: . scripts/env.sh && python scripts/investigations/burst_probe.py [--gap 0.01] [--tracemalloc 600]"""
 
 from __future__ import annotations
 
@@ -18,13 +18,9 @@ import sys
 import time
 import tracemalloc
 from collections import Counter
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
-
-from ros_fixtures import instruction, start_fleet  # noqa: E402
 
 from llm_planner.settings.fleet import RobotConfig  # noqa: E402
+from llm_planner.testing.ros_fleet import instruction, start_fleet
 
 ROBOTS = 8
 TRACES = [1, 3, 5, 7]  # short drone plans

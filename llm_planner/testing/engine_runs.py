@@ -58,3 +58,12 @@ def run_plans(engine: Engine, requests: list[GenerationRequest], segmented: bool
                 suspensions[out.gen_id] += 1
                 suspended.append(out.gen_id)
     return runs, time.perf_counter() - started
+
+
+# One task per skill set and kind of plan: what the engine tests and benchmarks generate.
+ENGINE_TASKS = [
+    ("minispec_drone", "Scene: [door, person, chair]. Turn right 90 degrees, fly 100 cm forward, take a picture."),
+    ("minispec_arm", "Scene: [apple, banana, blue bowl]. Put the apple and the banana in the blue bowl."),
+    ("python_arm", "Objects: ['bolt', 'bin']. Move to the bolt, take it, move to the bin and drop it."),
+    ("minispec_drone", "Scene: [window, lamp, person]. If you can see a person, fly to them and take a photo."),
+]

@@ -15,7 +15,7 @@ Rows (MAE in tokens and Spearman against the plans' real token counts):
   (transformers; a forward pass per task, minutes on a CPU): what the model itself "knows"
   before it writes the plan.
 
-Usage: python benchmarks/predictor_ceiling.py [SAMPLES] [--hidden] [--json OUT]
+Usage: python scripts/investigations/predictor_ceiling.py [SAMPLES] [--hidden] [--json OUT]
 (SAMPLES: plans collected by `llm-planner predictor collect`, default the committed ones.)
 """
 
@@ -37,7 +37,7 @@ from llm_planner.predictor.rank import spearman
 from llm_planner.settings.paths import data_path
 
 FOLDS = 5
-COMMITTED_SAMPLES = Path(__file__).resolve().parent.parent / "docs" / "results" / "predictor-plans.jsonl"
+COMMITTED_SAMPLES = Path(__file__).resolve().parents[2] / "docs" / "results" / "predictor" / "predictor-plans.jsonl"
 _WORD = re.compile(r"[a-z]+|\d+")
 
 

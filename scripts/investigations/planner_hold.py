@@ -8,7 +8,7 @@ is a process of its own.
 
 Other arguments go to ros_overhead.py, e.g.
 
-    . scripts/env.sh && python benchmarks/planner_hold.py --robots 50"""
+    . scripts/env.sh && python scripts/investigations/planner_hold.py --robots 50"""
 
 from __future__ import annotations
 
@@ -70,7 +70,8 @@ def main() -> None:
     idle_turns_timed()
     if "--layouts" in sys.argv:
         sys.exit("planner_hold.py measures the one-process layout only")
-    ros_overhead = runpy.run_path(str(Path(__file__).with_name("ros_overhead.py")))  # its functions, not its main
+    # its functions, not its main
+    ros_overhead = runpy.run_path(str(Path(__file__).resolve().parents[2] / "benchmarks" / "ros_overhead.py"))
     run_in_process = ros_overhead["run_in_process"]
 
     def measured(scenario, *args, **kwargs):

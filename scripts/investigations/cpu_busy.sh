@@ -1,6 +1,6 @@
 #!/bin/bash
 # How busy the machine's cores are, every 2 s, from /proc/stat (all cores together; idle and
-# iowait count as not busy). Run it beside a benchmark: benchmarks/cpu_busy.sh > F & ...; kill %1
+# iowait count as not busy). Run it beside a benchmark: scripts/investigations/cpu_busy.sh > F & ...; kill %1
 prev=($(head -1 /proc/stat))
 while sleep 2; do
   cur=($(head -1 /proc/stat))

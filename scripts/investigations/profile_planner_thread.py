@@ -4,7 +4,7 @@ planner (printed as the process exits). Waiting for the engine shows as lock `ac
 
 Arguments go to ros_overhead.py, e.g.
 
-    . scripts/env.sh && python benchmarks/profile_planner_thread.py --layouts "one process" --robots 50"""
+    . scripts/env.sh && python scripts/investigations/profile_planner_thread.py --layouts "one process" --robots 50"""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _profiled_run(self) -> None:
 def main() -> None:
     LiveDriver._run = _profiled_run
     sys.argv = ["ros_overhead.py", *sys.argv[1:]]
-    runpy.run_path(str(Path(__file__).with_name("ros_overhead.py")), run_name="__main__")
+    runpy.run_path(str(Path(__file__).resolve().parents[2] / "benchmarks" / "ros_overhead.py"), run_name="__main__")
 
 
 if __name__ == "__main__":

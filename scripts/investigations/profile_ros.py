@@ -5,8 +5,8 @@ with the most own and total time.
 yappi is not part of the set-up (`pip install yappi` first). Other arguments go to the
 benchmark, e.g.
 
-    . scripts/env.sh && python benchmarks/profile_ros.py --tasks 60 --layouts "one process" --robots 50 --no-load
-    . scripts/env.sh && python benchmarks/profile_ros.py --script rclpy_floor.py --goals 300"""
+    . scripts/env.sh && python scripts/investigations/profile_ros.py --tasks 60 --layouts "one process" --robots 50 --no-load
+    . scripts/env.sh && python scripts/investigations/profile_ros.py --script rclpy_floor.py --goals 300"""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def main() -> None:
     yappi.set_clock_type("cpu")
     yappi.start()
     try:
-        runpy.run_path(str(Path(__file__).with_name(script)), run_name="__main__")
+        runpy.run_path(str(Path(__file__).resolve().parents[2] / "benchmarks" / script), run_name="__main__")
     finally:
         yappi.stop()
     stats = yappi.get_func_stats()
