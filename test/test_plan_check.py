@@ -181,3 +181,46 @@ def test_the_corpus_covers_what_the_benchmark_needs():
     assert any("Task: [E]" in x for x in texts) and any("Task: [A]" in x for x in texts)
     assert any(x.startswith("Scene: [") and "Task:" not in x for x in texts)
     assert all(parse_task_text(x).objects for x in texts)
+
+
+def test_a_plan_does_the_task_when_it_calls_the_required_skills_on_the_required_objects():
+    from llm_planner.planning.task_check import TaskNeeds, check_task
+
+    drone = load_skill_set("minispec_drone")
+    needs = TaskNeeds(("tc|tu", "tp"), ("door",))
+    assert check_task(drone, "tu(90);g('door');tp();", needs).does_task  # either turn will do
+    missed = check_task(drone, "g('elevator');d(2);l('to the elevator');", needs)
+    assert not missed.does_task and missed.missing_skills == ["tc|tu", "tp"] and missed.missing_objects == ["door"]
+    assert not check_task(drone, "tc(90);tp();l('door');", TaskNeeds((), ("window",))).does_task
+    arm = load_skill_set("python_arm")  # full skill names and objects named in a loop's list count
+    plan = "for obj in ['peach', 'kiwi']:\n    move_to(object_x(obj), object_y(obj))\n    take(obj)\n"
+    assert check_task(arm, plan, TaskNeeds(("take", "move_to"), ("peach", "kiwi"))).does_task
+
+
+def test_the_task_rate_is_reported_per_robot_type_from_the_listed_needs(tmp_path, tokenizer):
+    from llm_planner.domain.clock import VirtualClock
+    from llm_planner.engine.profile import load_engine_profile
+    from llm_planner.settings.config import load_planner_config
+
+    rows = [{"robot_type": "drone", "robot_system": "tello minispec", "task_input": "Scene: [door]. Photo of the door.",
+             "task_plan": "g('door');tp();", "required_skills": ["g", "tp"], "required_objects": ["door"]},
+            {"robot_type": "drone", "robot_system": "tello minispec", "task_input": "Scene: [cup]. Turn around.",
+             "task_plan": "mf(50);", "required_skills": ["tc|tu"]},
+            {"robot_type": "drone", "robot_system": "tello minispec", "task_input": "Scene: [cup]. Wait.",
+             "task_plan": "d(2);"}]
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    tasks = load_plan_tasks(path)
+    config = load_planner_config()
+    engine = SimEngine(load_engine_profile(config.engine_profile), tokenizer, VirtualClock())
+    result = report(generate_plans(engine, tasks, {"tello": load_skill_set("minispec_drone")}, 100_000))
+    assert result["task_rate"] == 0.5 and result["task_judged"] == 2  # the third lists no needs
+    assert result["robot_type"]["tello"]["task_rate"] == 0.5
+    assert [p["does_task"] for p in result["plans"]] == [True, False, None]
+    assert result["plans"][1]["missing"] == ["tc|tu"]
+    path.write_text(json.dumps({**rows[0], "required_skills": ["fly_away"]}))
+    with pytest.raises(ValueError, match="fly_away"):
+        generate_plans(engine, load_plan_tasks(path), {"tello": load_skill_set("minispec_drone")}, 100_000)
+    path.write_text(json.dumps({**rows[0], "required_objects": "door"}))
+    with pytest.raises(FormatError, match="required_objects"):
+        load_plan_tasks(path)

@@ -20,14 +20,16 @@ from llm_planner.settings.config import load_planner_config
 
 _COLUMNS = [("tasks", "tasks", "{:d}"), ("valid_rate", "valid", "{:.0%}"), ("truncated_rate", "cut", "{:.0%}"),
             ("calls_mean", "calls", "{:.1f}"), ("repeated_statement_fraction", "repeats", "{:.0%}"),
-            ("tokens_mean", "tokens", "{:.1f}"), ("spearman_tokens_steps", "ρ tok/steps", "{:.2f}")]
+            ("tokens_mean", "tokens", "{:.1f}"), ("spearman_tokens_steps", "ρ tok/steps", "{:.2f}"),
+            ("task_rate", "does task", "{:.0%}")]
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("plans", help="plan benchmark: generate each task's plan and check that a robot can run it",
                        description=__doc__)
     p.add_argument("tasks", help="trace set, TimelyLLM workload/trace JSON, or JSON Lines of "
-                                 "{robot_type, robot_system, task_input} (e.g. config/corpus/plan_tasks.jsonl); "
+                                 "{robot_type, robot_system, task_input[, required_skills, required_objects]} "
+                                 "(e.g. config/corpus/plan_tasks.jsonl); "
                                  "with --recheck, an earlier --json report")
     p.add_argument("--engine", choices=("sim", "vllm"),
                    help="default: the config's engine (sim replays recorded plans)")
@@ -121,7 +123,8 @@ def _show(result: dict, json_path: str | None, title: str) -> None:
 def summary_table(result: dict, title: str) -> Table:
     table = Table(title=title, caption="valid: parses, calls an action, ends before the token limit, reads no unset "
                   "variable, names only scene/task objects; repeats: statements equal to an earlier one; ρ: Spearman "
-                  "of plan tokens vs the task's counted steps")
+                  "of plan tokens vs the task's counted steps; does task: calls every required skill and names "
+                  "every required object (tasks that list them)")
     table.add_column("tasks of")
     for _, header, _ in _COLUMNS:
         table.add_column(header, justify="right")

@@ -1,7 +1,8 @@
 """The plan benchmark (`llm-planner plans`): one plan per distinct task, generated on an engine
 exactly as the planner asks for it (same prompt, grammar and token limit), then judged by
 `plan_check`: validity, truncation, calls, segments, repeated statements; how plan length
-follows the task where the task file counts its steps."""
+follows the task where the task file counts its steps; and, where it lists what a plan must call
+and name, whether the plan does the task (`task_check`)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from llm_planner.lrtrace.task_list import PlanTask
 from llm_planner.planning.plan_check import PlanCheck, check_generated_plan
 from llm_planner.planning.prompts import plan_request, shared_request
 from llm_planner.planning.segmenter import make_segmenter
+from llm_planner.planning.task_check import TaskCheck, check_task, parse_needs, unknown_skills
 from llm_planner.predictor.rank import spearman
 
-SUMMARY_KEYS = ("tasks", "valid_rate", "truncated_rate", "calls_mean", "repeated_statement_fraction", "tokens_mean")
+SUMMARY_KEYS = ("tasks", "valid_rate", "truncated_rate", "calls_mean", "repeated_statement_fraction", "tokens_mean",
+                "task_rate")
 
 
 @dataclass
@@ -28,6 +31,7 @@ class PlanRun:
     tokens: int
     check: PlanCheck
     segment_tokens: list[int] = field(default_factory=list)  # generated tokens per segment, as cut live
+    task_check: TaskCheck | None = None  # None: the task file does not say what the task needs
 
     def as_json(self) -> dict:
         return {"id": self.task.task_id, "robot_type": self.task.robot_type, "skill_set": self.skill_set,
@@ -36,7 +40,11 @@ class PlanRun:
                 "skill_calls": self.check.calls, "segments": len(self.check.segments),
                 "segment_tokens": self.segment_tokens,
                 "repeated_statements": self.check.repeated_statements, "truncated": self.check.truncated,
-                "valid": self.check.valid, "problems": self.check.problems}
+                "valid": self.check.valid, "problems": self.check.problems,
+                "required_skills": list(self.task.needs.skills), "required_objects": list(self.task.needs.objects),
+                "does_task": None if self.task_check is None else self.task_check.does_task,
+                "missing": None if self.task_check is None else
+                self.task_check.missing_skills + self.task_check.missing_objects}
 
 
 def generate_plans(engine: Engine, tasks: list[PlanTask], skill_sets: dict[str, SkillSet], max_tokens: int,
@@ -48,6 +56,11 @@ def generate_plans(engine: Engine, tasks: list[PlanTask], skill_sets: dict[str, 
         if missing:
             raise ValueError(f"the sim engine replays recorded plans; {len(missing)} tasks have none "
                              f"(first: {missing[0]}); use --engine vllm")
+    for task in tasks:
+        unknown = unknown_skills(skill_sets[task.robot_type], task.needs)
+        if unknown:
+            raise ValueError(f"task {task.task_id}: required skills {unknown} are not in skill set "
+                             f"{skill_sets[task.robot_type].name}")
     engine.warm_up([shared_request(s) for s in {s.name: s for s in skill_sets.values()}.values()])
     by_id = {f"plan-{n}": task for n, task in enumerate(tasks)}
     texts = {gen_id: "" for gen_id in by_id}
@@ -72,7 +85,8 @@ def generate_plans(engine: Engine, tasks: list[PlanTask], skill_sets: dict[str, 
                     cuts[gen_id].append(tokens[gen_id])
                 check = check_generated_plan(skill_set, task.task_input, texts[gen_id], out.truncated)
                 per_segment = [b - a for a, b in zip([0] + cuts[gen_id], cuts[gen_id])]
-                runs[gen_id] = PlanRun(task, skill_set.name, texts[gen_id], tokens[gen_id], check, per_segment)
+                runs[gen_id] = PlanRun(task, skill_set.name, texts[gen_id], tokens[gen_id], check, per_segment,
+                                       _task_check(skill_set, texts[gen_id], task))
                 engine.release(gen_id)
                 if on_plan:
                     on_plan(runs[gen_id])
@@ -84,13 +98,18 @@ def recheck(plans: list[dict], skill_sets: dict[str, SkillSet]) -> list[PlanRun]
     changed, without generating them again."""
     runs = []
     for item in plans:
+        needs = parse_needs(item.get("required_skills"), item.get("required_objects"), item["id"])
         task = PlanTask(item["id"], item["robot_type"], item["task_input"], split=item.get("split", ""),
-                        kind=item.get("kind", ""), steps=item.get("steps"))
+                        kind=item.get("kind", ""), steps=item.get("steps"), needs=needs)
         skill_set = skill_sets[task.robot_type]
         check = check_generated_plan(skill_set, task.task_input, item["text"], bool(item["truncated"]))
         runs.append(PlanRun(task, skill_set.name, item["text"], int(item["tokens"]), check,
-                            list(item.get("segment_tokens", []))))
+                            list(item.get("segment_tokens", [])), _task_check(skill_set, item["text"], task)))
     return runs
+
+
+def _task_check(skill_set: SkillSet, plan: str, task: PlanTask) -> TaskCheck | None:
+    return check_task(skill_set, plan, task.needs) if task.needs else None
 
 
 def summarize(runs: list[PlanRun]) -> dict:
@@ -100,6 +119,7 @@ def summarize(runs: list[PlanRun]) -> dict:
     statements = sum(len(r.check.segments) for r in runs)
     counted = [r for r in runs if r.task.steps is not None]
     problems = Counter(p.split(":")[0] for r in runs for p in r.check.problems)
+    judged = [r.task_check for r in runs if r.task_check is not None]
     return {
         "tasks": n,
         "valid_rate": sum(r.check.valid for r in runs) / n,
@@ -109,6 +129,9 @@ def summarize(runs: list[PlanRun]) -> dict:
                                         if statements else 0.0),
         "tokens_mean": sum(r.tokens for r in runs) / n,
         "spearman_tokens_steps": spearman([r.tokens for r in counted], [r.task.steps for r in counted]),
+        # plans that call every required skill and name every required object, of the tasks that list them
+        "task_rate": sum(c.does_task for c in judged) / len(judged) if judged else None,
+        "task_judged": len(judged),
         "problems": dict(problems.most_common()),
     }
 

@@ -1,7 +1,8 @@
 """The distinct tasks of any task file, for benchmarks that generate one plan per task:
 a trace set (LRTrace's or the TimelyLLM artifact's), the artifact's workload JSON (its jobs
 carry their task text), or JSON Lines of `{"robot_type", "robot_system", "task_input"}`
-objects (the artifact's field names; `id`, `split`, `kind`, `steps` and `task_plan` optional).
+objects (the artifact's field names; `id`, `split`, `kind`, `steps`, `task_plan`, and what a plan
+that does the task must hold, `required_skills` and `required_objects`, optional).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from llm_planner.lrtrace import importer
 from llm_planner.lrtrace.formats import WORKLOAD_FORMAT, FormatError, read_file
 from llm_planner.lrtrace.load import load_traces, load_workload
+from llm_planner.planning.task_check import TaskNeeds, parse_needs
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class PlanTask:
     split: str = ""  # e.g. tune / heldout
     kind: str = ""
     steps: int | None = None  # actions the text asks for, where known
+    needs: TaskNeeds = TaskNeeds()  # what a plan that does the task calls and names, where known
 
 
 def load_plan_tasks(path: str | Path) -> list[PlanTask]:
@@ -70,9 +73,13 @@ def _jsonl_tasks(path: Path) -> list[PlanTask]:
         if steps is not None and (not isinstance(steps, int) or steps < 0):
             raise FormatError(f"{where}: 'steps' must be a whole number >= 0")
         plan = item.get("task_plan")
+        try:
+            needs = parse_needs(item.get("required_skills"), item.get("required_objects"), where)
+        except ValueError as exc:
+            raise FormatError(str(exc)) from None
         tasks.append(PlanTask(
             task_id=str(item.get("id", f"{path.stem}/{number}")),
             robot_type=importer.map_robot_type(item.get("robot_type"), item.get("robot_system"), plan or ""),
             task_input=item["task_input"], recorded_plan=plan or None, split=str(item.get("split", "")),
-            kind=str(item.get("kind", "")), steps=steps))
+            kind=str(item.get("kind", "")), steps=steps, needs=needs))
     return tasks
