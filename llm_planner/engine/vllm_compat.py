@@ -45,9 +45,9 @@ def engine_limits(llm) -> EngineLimits:
 
 
 def shut_down(llm) -> None:
-    """Stop an in-process engine whose step failed, before a new one takes its place (its
-    memory and threads go with it). `LLMEngine` has no public shutdown; its engine core has.
-    A failed engine may not stop cleanly; it is dropped either way."""
+    """Stop an in-process engine, one done with or one whose step failed (before a new one takes
+    its place): its memory and threads go with it. `LLMEngine` has no public shutdown; its engine
+    core has. A failed engine may not stop cleanly; it is dropped either way."""
     shutdown = getattr(getattr(llm, "engine_core", None), "shutdown", None)
     if shutdown is None:
         return

@@ -24,6 +24,7 @@ from typing import Any
 
 from llm_planner.domain.clock import Clock
 from llm_planner.engine.base import Engine, EngineError, EngineStats, GenerationRequest, StepResult, TokenOutput
+from llm_planner.engine.models import tuned_skill_sets
 from llm_planner.engine.profile import ProfileChoice
 from llm_planner.engine.vllm_compat import check_vllm_version, engine_limits, shut_down
 
@@ -119,6 +120,7 @@ class VllmEngine(Engine):
         self.max_plan_tokens = max_plan_tokens
         self.sampling = {"temperature": 0.0, **(sampling or {})}
         self.model_dir = str(model_dir)
+        self.tuned_skill_sets = tuned_skill_sets(Path(model_dir))
         self.dtype = str(engine_args["dtype"])  # resolved by the factory, as the profile's key was
         args = {**DEFAULT_ENGINE_ARGS, **engine_args, **REQUIRED_ENGINE_ARGS, "model": self.model_dir}
         if constrained:
@@ -341,6 +343,9 @@ class VllmEngine(Engine):
         self.llm.reset_prefix_cache()
         self._seen_prefixes.clear()
         self.stats = VllmStats()
+
+    def close(self) -> None:
+        shut_down(self.llm)
 
     def restart(self) -> None:
         """A new vLLM engine in place of one whose step failed: its requests are gone."""

@@ -143,6 +143,10 @@ class WatchedEngine(Engine):
     def needs_recorded_plan(self) -> bool:
         return self.inner.needs_recorded_plan
 
+    @property
+    def tuned_skill_sets(self) -> frozenset[str]:
+        return self.inner.tuned_skill_sets
+
     def __getattr__(self, name: str) -> Any:
         # What the wrapped engine has beyond the interface (its clock, vLLM's cache figures).
         if name == "inner":

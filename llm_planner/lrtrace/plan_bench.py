@@ -61,7 +61,8 @@ def generate_plans(engine: Engine, tasks: list[PlanTask], skill_sets: dict[str, 
         if unknown:
             raise ValueError(f"task {task.task_id}: required skills {unknown} are not in skill set "
                              f"{skill_sets[task.robot_type].name}")
-    engine.warm_up([shared_request(s) for s in {s.name: s for s in skill_sets.values()}.values()])
+    tuned = engine.tuned_skill_sets
+    engine.warm_up([shared_request(s, s.name in tuned) for s in {s.name: s for s in skill_sets.values()}.values()])
     by_id = {f"plan-{n}": task for n, task in enumerate(tasks)}
     texts = {gen_id: "" for gen_id in by_id}
     tokens = Counter[str]()
@@ -69,7 +70,9 @@ def generate_plans(engine: Engine, tasks: list[PlanTask], skill_sets: dict[str, 
     segmenters = {gen_id: make_segmenter(skill_sets[task.robot_type]) for gen_id, task in by_id.items()}
     cuts: dict[str, list[int]] = {gen_id: [] for gen_id in by_id}
     for gen_id, task in by_id.items():
-        engine.add(plan_request(gen_id, skill_sets[task.robot_type], task.task_input, task.recorded_plan, max_tokens))
+        skill_set = skill_sets[task.robot_type]
+        engine.add(plan_request(gen_id, skill_set, task.task_input, task.recorded_plan, max_tokens,
+                                skill_set.name in tuned))
     runs: dict[str, PlanRun] = {}
     while engine.running:
         for out in engine.step().outputs:

@@ -177,12 +177,13 @@ class Planner:
 
     def _generation_request(self, request: TaskRequest) -> GenerationRequest:
         skill_set, _ = self._types[request.robot_type]
-        return plan_request(request.task_id, skill_set, request.instruction, request.recorded_plan)
+        return plan_request(request.task_id, skill_set, request.instruction, request.recorded_plan,
+                            tuned=skill_set.name in self.engine.tuned_skill_sets)
 
     def warm_up(self) -> None:
         """Have the engine cache every configured skill set's shared prompt before tasks come."""
         skill_sets = {skill_set.name: skill_set for skill_set, _ in self._types.values()}
-        self.engine.warm_up([shared_request(s) for s in skill_sets.values()])
+        self.engine.warm_up([shared_request(s, s.name in self.engine.tuned_skill_sets) for s in skill_sets.values()])
 
     def reject(self, task_id: str, robot_id: str, reason: str) -> None:
         """A task refused before it became a request (bad fields): REJECTED with the reason."""

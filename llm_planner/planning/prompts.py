@@ -1,7 +1,9 @@
 """How a task becomes a generation request: the one place that writes what the model reads.
 
 Per skill set, a shared part (system text with the skills, few-shot examples, the plan
-grammar) that the engine keeps in its prefix cache; per task, the user turn.
+grammar) that the engine keeps in its prefix cache; per task, the user turn. A model tuned for
+the skill set (`Engine.tuned_skill_sets`) knows the skills and gets one short system turn
+instead (`SkillSet.tuned_chat_prefix`, what it was tuned on).
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ from llm_planner.engine.base import GenerationRequest
 
 
 @lru_cache(maxsize=None)
-def shared_request(skill_set: SkillSet) -> GenerationRequest:
+def shared_request(skill_set: SkillSet, tuned: bool = False) -> GenerationRequest:
     """The skill set's shared prefix as a request (also what warm-up prefills)."""
-    return GenerationRequest(f"warm-up/{skill_set.name}", skill_set.name, skill_set.prompt(), "warm-up",
-                             forced_output="", chat_prefix=skill_set.chat_prefix(), grammar=plan_grammar(skill_set),
+    chat_prefix = skill_set.tuned_chat_prefix() if tuned else skill_set.chat_prefix()
+    prefix = "\n".join(text for _, text in chat_prefix) if tuned else skill_set.prompt()
+    key = f"{skill_set.name}/tuned" if tuned else skill_set.name
+    return GenerationRequest(f"warm-up/{key}", key, prefix, "warm-up",
+                             forced_output="", chat_prefix=chat_prefix, grammar=plan_grammar(skill_set),
                              plan_syntax=skill_set.syntax)
 
 
@@ -30,6 +35,6 @@ def user_turn(task_text: str) -> str:
 
 
 def plan_request(gen_id: str, skill_set: SkillSet, task_text: str, recorded_plan: str | None = None,
-                 max_tokens: int = 512) -> GenerationRequest:
-    return dataclasses.replace(shared_request(skill_set), gen_id=gen_id, prompt=user_turn(task_text),
+                 max_tokens: int = 512, tuned: bool = False) -> GenerationRequest:
+    return dataclasses.replace(shared_request(skill_set, tuned), gen_id=gen_id, prompt=user_turn(task_text),
                                forced_output=recorded_plan, max_tokens=max_tokens)

@@ -9,12 +9,15 @@ estimate for this task, refined as the plan is generated, and G at the current b
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Protocol
 
 from llm_planner.catalog.skills import SkillSet
 from llm_planner.settings.config import PlannerConfig
 from llm_planner.settings.paths import data_path
+
+log = logging.getLogger(__name__)
 
 
 class SegmentLengths(Protocol):
@@ -108,4 +111,9 @@ def make_segment_lengths(config: PlannerConfig, use_predictor: bool = True,
         path = Path(config.predictor)
     if not path.is_file():
         raise FileNotFoundError(f"predictor checkpoint {path} not found (`llm-planner predictor train` makes one)")
-    return PredictedSegmentLengths(path)
+    lengths = PredictedSegmentLengths(path)
+    learned, runs = lengths.predictor.model.model_name, Path(config.vllm.model).name
+    if config.engine == "vllm" and learned != runs:
+        log.warning("the predictor %s learned the plans of %s, the engine runs %s: plan lengths depend on the model "
+                    "(`llm-planner predictor collect` and `train` make one for it)", path, learned, runs)
+    return lengths

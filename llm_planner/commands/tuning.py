@@ -1,0 +1,70 @@
+"""`llm-planner corpus` and `llm-planner tune-model`: write the tuning corpus, and fine-tune the
+bundled model on its tuning part into the committed LoRA adapter."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from llm_planner.settings.paths import data_path
+
+CORPUS = data_path("config", "tuning", "corpus.jsonl")
+EXAMPLES = data_path("config", "tuning", "examples.jsonl")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("corpus", help="write the tuning corpus (instruction -> plan pairs of every skill set)")
+    p.add_argument("-o", "--output", default=str(CORPUS), help=f"default: {CORPUS}")
+    p.add_argument("--per-template", type=int, default=50, help="tasks per template and skill set")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_corpus)
+    p = sub.add_parser("tune-model", help="fine-tune the bundled model (LoRA) on the corpus's tuning part")
+    p.add_argument("--corpus", default=str(CORPUS))
+    p.add_argument("-o", "--output", help="adapter folder (default: config/tuning/adapter, the one set-up merges)")
+    p.add_argument("--epochs", type=float, default=3.0)
+    p.add_argument("--learning-rate", type=float, default=1e-3)
+    p.add_argument("--rank", type=int, default=8)
+    p.add_argument("--limit", type=int, help="only the first N tuning rows (a quick try)")
+    p.add_argument("--no-merge", action="store_true", help="do not merge the new adapter into the tuned model folder")
+    p.set_defaults(func=cmd_tune_model)
+
+
+def cmd_corpus(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from llm_planner.tuning.corpus import build_corpus, examples, write_corpus
+
+    rows = build_corpus(args.per_template, args.seed)
+    write_corpus(rows, args.output)
+    if Path(args.output) == CORPUS:
+        write_corpus(examples(rows), EXAMPLES)
+    counts = Counter((r.skill_set, r.split) for r in rows)
+    print(f"wrote {args.output}: {len(rows)} tasks; " + ", ".join(f"{s} {split} {n}" for (s, split), n in
+                                                                    sorted(counts.items())))
+    return 0
+
+
+def cmd_tune_model(args: argparse.Namespace) -> int:
+    from llm_planner.engine.cpu import cpu_info
+    from llm_planner.engine.models import adapter_dir, prepare_default_model, prepare_tuned_model
+    from llm_planner.tuning.corpus import load_corpus
+    from llm_planner.tuning.train import TuneSettings, tune
+
+    rows = [r for r in load_corpus(args.corpus) if r.split == "tune"]
+    if args.limit:
+        rows = rows[:args.limit]
+    if not rows:
+        raise ValueError(f"{args.corpus}: no rows of the tuning split")
+    base = prepare_default_model()
+    out = Path(args.output) if args.output else adapter_dir()
+    info = cpu_info()
+    bf16 = info.best_dtype == "bfloat16"
+    print(f"tuning {base.name} on {len(rows)} tasks ({info.describe()}, {'bfloat16' if bf16 else 'float32'})")
+    settings = TuneSettings(epochs=args.epochs, learning_rate=args.learning_rate, rank=args.rank,
+                            alpha=2 * args.rank)
+    result = tune(base, rows, out, settings, bf16=bf16)
+    print(f"adapter in {out}: {result['steps']} steps, {result['tokens']} tokens, {result['minutes']} min, "
+          f"loss {result['final_loss']}")
+    if not args.no_merge and out == adapter_dir():
+        print(f"tuned model: {prepare_tuned_model()}")
+    return 0

@@ -1,0 +1,1 @@
+"""Tuning the bundled model for the skill sets: the corpus, the LoRA fine-tune, the tuned model folder."""

@@ -1,0 +1,620 @@
+"""The tuning corpus: instruction → plan pairs for each bundled skill set, written by templates.
+
+Each template is a kind of task (one action, several, counted repeats, search then act,
+conditionals, vague requests, moves with units, follow-ups after a failure, objects absent from
+the scene) with several phrasings. A template builds the task's actions once, in skill-set-free
+terms, and each skill set renders them in its own syntax, so a drone's and an arm's plans say
+the same thing in their own calls. Every row lists what a plan that does the task must call and
+name (`required_skills`, alternatives `a|b`; `required_objects`), and every plan passes
+`plan_check` and `task_check` before it is written.
+
+The split is by wording: whole templates are held out, and of the other templates with three
+phrasings or more their last one, so the held-out part asks for things in words the tuning
+never saw.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from llm_planner.catalog.skills import SkillSet, load_skill_set
+from llm_planner.planning.plan_check import check_generated_plan
+from llm_planner.planning.task_check import TaskNeeds, check_task
+
+SKILL_SETS = {"minispec_drone": "tello", "minispec_arm": "indy7", "python_arm": "fltrnn_arm"}  # -> robot type
+
+DRONE_THINGS = ["door", "window", "chair", "table", "person", "dog", "cat", "bicycle", "car", "tree", "bench", "lamp",
+                "tv", "sofa", "shelf", "clock", "cup", "bottle", "backpack", "umbrella", "plant", "box", "ladder",
+                "fence", "gate", "statue", "kite", "ball", "drone dock", "red car", "blue door", "trash can",
+                "mailbox", "painting", "helmet", "truck", "bird", "book", "laptop", "fridge"]
+ARM_THINGS = ["apple", "banana", "orange", "lemon", "cup", "mug", "spoon", "fork", "sponge", "marker", "eraser",
+              "stapler", "screw", "bolt", "nut", "cube", "red block", "blue block", "green block", "tennis ball",
+              "battery", "tape", "scissors", "toy car", "can", "bottle cap", "glue stick", "pen", "key", "dice"]
+ARM_PLACES = ["bowl", "box", "tray", "bin", "basket", "plate", "crate", "drawer", "shelf", "blue bowl",
+              "red box", "left tray", "pan", "jar", "cup holder"]
+
+
+# --------------------------------------------------------------------------- actions
+# An action is a tuple: ("move", direction, cm), ("turn", "cw"|"ccw", degrees), ("goto", obj),
+# ("photo",), ("wait", s), ("say", text), ("pick", obj), ("place", place), ("repeat", n, body),
+# ("if_found", obj, body), ("if_holding", body), ("for_each", [objs], body) where body uses VAR.
+VAR = "\x00obj"
+_MOVE = {"forward": "mf", "back": "mb", "left": "ml", "right": "mr", "up": "mu", "down": "md"}
+
+
+def _q(obj: str) -> str:
+    return "obj" if obj == VAR else f"'{obj}'"
+
+
+def _minispec(skill_set: SkillSet, actions: list) -> list[str]:
+    out = []
+    for a in actions:
+        kind = a[0]
+        if kind == "move":
+            out.append(f"{_MOVE[a[1]]}({a[2]})")
+        elif kind == "turn":
+            out.append(f"{'tc' if a[1] == 'cw' else 'tu'}({a[2]})")
+        elif kind == "goto":
+            out.append(f"g({_q(a[1])})")
+        elif kind == "photo":
+            out.append("tp()")
+        elif kind == "wait":
+            out.append(f"d({a[1]})")
+        elif kind == "say":
+            out.append(f"l('{a[1]}')")
+        elif kind == "pick":
+            out += [f"g({_q(a[1])})", f"pk({_q(a[1])})"]
+        elif kind == "place":
+            out += [f"g({_q(a[1])})", f"dr({_q(a[1])})"]
+        elif kind == "repeat":
+            out.append(f"{a[1]}{{{';'.join(_minispec(skill_set, a[2]))}}}")
+        elif kind == "if_found":
+            out.append(f"?s({_q(a[1])})==True{{{';'.join(_minispec(skill_set, a[2]))}}}")
+        elif kind == "for_each":  # MiniSpec has no list loop: the body once per object
+            for obj in a[1]:
+                out += _minispec(skill_set, [_bind(step, obj) for step in a[2]])
+        else:
+            raise ValueError(f"{skill_set.name} cannot say {kind}")
+    return out
+
+
+def _bind(action: tuple, obj: str) -> tuple:
+    return tuple(obj if part == VAR else part for part in action)
+
+
+def _python(actions: list, indent: str = "") -> list[str]:
+    out = []
+    for a in actions:
+        kind = a[0]
+        if kind in ("pick", "place"):
+            target = _q(a[1])
+            out += [f"{indent}move_to(object_x({target}), object_y({target}))",
+                    f"{indent}{'take' if kind == 'pick' else 'drop'}({target})"]
+        elif kind == "say":
+            out.append(f"{indent}say('{a[1]}')")
+        elif kind == "repeat":
+            out += [f"{indent}for i in range({a[1]}):"] + _python(a[2], indent + "    ")
+        elif kind == "if_holding":
+            out += [f"{indent}if is_holding():"] + _python(a[1], indent + "    ")
+        elif kind == "for_each":
+            names = ", ".join(f"'{o}'" for o in a[1])
+            out += [f"{indent}for obj in [{names}]:"] + _python(a[2], indent + "    ")
+        else:
+            raise ValueError(f"python_arm cannot say {kind}")
+    return out
+
+
+def render_plan(skill_set: SkillSet, actions: list) -> str:
+    if skill_set.syntax == "python":
+        return "".join(line + "\n" for line in _python(actions))
+    return "".join(statement + ";" for statement in _minispec(skill_set, actions))
+
+
+def needed_skills(skill_set: SkillSet, actions: list) -> list[str]:
+    """The calls a plan doing these actions must make (a turn either way counts for a turn)."""
+    python = skill_set.syntax == "python"
+    out: list[str] = []
+
+    def add(name: str) -> None:
+        if name not in out:
+            out.append(name)
+
+    for a in actions:
+        kind = a[0]
+        if kind == "move":
+            add(_MOVE[a[1]])
+        elif kind == "turn":
+            add("tc|tu" if a[1] == "either" else ("tc" if a[1] == "cw" else "tu"))
+        elif kind == "goto":
+            add("g")
+        elif kind == "photo":
+            add("tp")
+        elif kind == "wait":
+            add("d")
+        elif kind == "say":
+            add("say" if python else "l")
+        elif kind == "pick":
+            add("take" if python else "pk")
+        elif kind == "place":
+            add("drop" if python else "dr")
+        elif kind == "if_found":
+            add("s")
+        elif kind == "if_holding":
+            add("is_holding")
+        for part in a[1:]:
+            if isinstance(part, list) and part and isinstance(part[0], tuple):
+                for name in needed_skills(skill_set, part):
+                    add(name)
+    return out
+
+
+def named_objects(actions: list) -> list[str]:
+    out: list[str] = []
+    for a in actions:
+        for part in a[1:]:
+            if isinstance(part, str) and a[0] in ("goto", "pick", "place", "if_found") and part != VAR:
+                if part not in out:
+                    out.append(part)
+            elif isinstance(part, list):
+                if part and isinstance(part[0], tuple):
+                    out += [o for o in named_objects(part) if o not in out]
+                else:  # for_each's objects
+                    out += [o for o in part if o not in out]
+    return out
+
+
+# --------------------------------------------------------------------------- templates
+@dataclass(frozen=True)
+class Template:
+    name: str
+    kind: str
+    skill_sets: tuple[str, ...]
+    phrasings: tuple[str, ...]
+    # (rng, scene, absent) -> (fields for the phrasing, actions)
+    build: Callable[[random.Random, list[str], list[str]], tuple[dict, list]]
+    heldout: bool = False  # the whole template is held out
+    alert: str = ""  # an error follow-up: the failure, put before the scene
+
+
+DRONE, ARMS, MINI_ARM, PY_ARM = ("minispec_drone",), ("minispec_arm", "python_arm"), ("minispec_arm",), ("python_arm",)
+
+
+def _distance(rng: random.Random) -> tuple[str, int]:
+    """A distance as a person says it, and in cm."""
+    cm = rng.choice([20, 30, 40, 50, 60, 80, 100, 120, 150, 200, 250, 300])
+    words = [f"{cm} cm", f"{cm} centimeters"]
+    if cm % 100 == 0:
+        words += [f"{cm // 100} m", f"{cm // 100} meter{'s' if cm > 100 else ''}"]
+    if cm == 50:
+        words.append("half a meter")
+    if cm in (150, 250):
+        words.append(f"{cm / 100:g} meters")
+    return rng.choice(words), cm
+
+
+def _angle(rng: random.Random) -> tuple[str, int]:
+    deg = rng.choice([30, 45, 60, 90, 120, 180, 270])
+    words = [f"{deg} degrees"]
+    if deg == 90:
+        words += ["a quarter turn", "90°"]
+    if deg == 180:
+        words.append("half a turn")
+    return rng.choice(words), deg
+
+
+def _seconds(rng: random.Random) -> tuple[str, int]:
+    s = rng.choice([1, 2, 3, 5])
+    return f"{s} second{'s' if s > 1 else ''}", s
+
+
+def _count(rng: random.Random) -> tuple[str, int]:
+    n = rng.choice([2, 3, 4, 5, 6])
+    return rng.choice([str(n), ["two", "three", "four", "five", "six"][n - 2]]), n
+
+
+_DIRS = {"forward": ["forward", "ahead"], "back": ["backward", "back"], "left": ["left"], "right": ["right"],
+         "up": ["up"], "down": ["down"]}
+
+
+def _drone_step(rng: random.Random, scene: list[str]) -> tuple[str, list]:
+    """One simple drone action as a phrase, for multi-step tasks."""
+    choice = rng.randrange(6)
+    if choice == 0:
+        direction = rng.choice(list(_DIRS))
+        words, cm = _distance(rng)
+        verb = {"up": "rise", "down": "descend"}.get(direction, "fly " + rng.choice(_DIRS[direction]))
+        return f"{verb} {words}", [("move", direction, cm)]
+    if choice == 1:
+        side = rng.choice(["left", "right"])
+        words, deg = _angle(rng)
+        return f"turn {side} {words}", [("turn", "ccw" if side == "left" else "cw", deg)]
+    if choice == 2:
+        return rng.choice(["take a picture", "take a photo", "snap a photo"]), [("photo",)]
+    if choice == 3:
+        obj = rng.choice(scene)
+        return f"{rng.choice(['fly to', 'go to', 'approach'])} the {obj}", [("goto", obj)]
+    if choice == 4:
+        words, s = _seconds(rng)
+        return f"{rng.choice(['wait', 'hover'])} {words}", [("wait", s)]
+    text = rng.choice(["done", "all clear", "on my way", "arrived"])
+    return f"report '{text}'", [("say", text)]
+
+
+def _arm_step(rng: random.Random, scene: list[str], places: list[str]) -> tuple[str, list]:
+    if rng.random() < 0.6:
+        obj, place = rng.choice(scene), rng.choice(places)
+        verb = rng.choice(["put the {o} in the {p}", "place the {o} on the {p}", "move the {o} to the {p}"])
+        return verb.format(o=obj, p=place), [("pick", obj), ("place", place)]
+    if rng.random() < 0.5:
+        obj = rng.choice(scene)
+        return f"{rng.choice(['pick up', 'grab', 'take'])} the {obj}", [("pick", obj)]
+    text = rng.choice(["done", "ready", "finished"])
+    return f"say '{text}'", [("say", text)]
+
+
+def _t(name, kind, skill_sets, phrasings, build, heldout=False, alert=""):
+    return Template(name, kind, skill_sets, tuple(phrasings), build, heldout, alert)
+
+
+def _move(rng, scene, absent):
+    direction = rng.choice(list(_DIRS))
+    words, cm = _distance(rng)
+    return {"dir": rng.choice(_DIRS[direction]), "dist": words}, [("move", direction, cm)]
+
+
+def _turn(rng, scene, absent):
+    side = rng.choice(["left", "right"])
+    words, deg = _angle(rng)
+    return {"side": side, "angle": words}, [("turn", "ccw" if side == "left" else "cw", deg)]
+
+
+def _photo_of(rng, scene, absent):
+    obj = rng.choice(scene)
+    return {"o": obj}, [("goto", obj), ("photo",)]
+
+
+def _goto(rng, scene, absent):
+    obj = rng.choice(scene)
+    return {"o": obj}, [("goto", obj)]
+
+
+def _multi_drone(rng, scene, absent):
+    steps = [_drone_step(rng, scene) for _ in range(rng.choice([2, 3, 3, 4]))]
+    return {"steps": steps}, [a for _, actions in steps for a in actions]
+
+
+def _photos(rng, scene, absent):
+    words, n = _count(rng)
+    return {"n": words}, [("repeat", n, [("photo",)])]
+
+
+def _directions(rng, scene, absent):
+    n = rng.choice([2, 3, 4, 6, 8])
+    return {"n": str(n)}, [("repeat", n, [("photo",), ("turn", "cw", 360 // n)])]
+
+
+def _square(rng, scene, absent):
+    words, cm = _distance(rng)
+    return {"dist": words}, [("repeat", 4, [("move", "forward", cm), ("turn", "cw", 90)])]
+
+
+def _spins(rng, scene, absent):
+    words, n = _count(rng)
+    return {"n": words}, [("repeat", n, [("turn", "cw", 360)])]
+
+
+def _search_photo(rng, scene, absent):
+    obj = rng.choice(scene + absent)
+    return {"o": obj}, [("if_found", obj, [("goto", obj), ("photo",)])]
+
+
+def _absent_goto(rng, scene, absent):
+    obj = rng.choice(absent)
+    return {"o": obj}, [("if_found", obj, [("goto", obj)])]
+
+
+def _look_around(rng, scene, absent):
+    return {}, [("repeat", 4, [("turn", "cw", 90), ("photo",)])]
+
+
+def _patrol(rng, scene, absent):
+    words, cm = _distance(rng)
+    return {"dist": words}, [("repeat", 4, [("move", "forward", cm), ("turn", "ccw", 90)])]
+
+
+def _greet(rng, scene, absent):
+    obj = rng.choice([o for o in scene if o in ("person", "dog", "cat")] or scene)
+    return {"o": obj}, [("goto", obj), ("say", "hello")]
+
+
+def _zigzag(rng, scene, absent):
+    words, cm = _distance(rng)
+    n = rng.choice([2, 3])
+    return {"dist": words, "n": str(n)}, [("repeat", n, [("move", "right", cm), ("move", "forward", cm),
+                                                          ("move", "left", cm), ("move", "forward", cm)])]
+
+
+def _blocked(rng, scene, absent):
+    words, cm = _distance(rng)
+    return {"dist": words}, [("move", "up", 50), ("move", "forward", cm)]
+
+
+def _lost(rng, scene, absent):
+    obj = rng.choice(scene)
+    return {"o": obj}, [("if_found", obj, [("goto", obj), ("photo",)])]
+
+
+def _blurred(rng, scene, absent):
+    obj = rng.choice(scene)
+    return {"o": obj}, [("wait", 1), ("photo",)]
+
+
+def _pick(rng, scene, absent):
+    obj = rng.choice(scene)
+    return {"o": obj}, [("pick", obj)]
+
+
+def _put(rng, scene, absent):
+    obj = rng.choice([s for s in scene if s not in ARM_PLACES])
+    place = rng.choice([s for s in scene if s in ARM_PLACES])
+    return {"o": obj, "p": place}, [("pick", obj), ("place", place)]
+
+
+def _put_two(rng, scene, absent):
+    things = [s for s in scene if s not in ARM_PLACES]
+    a, b = rng.sample(things, 2)
+    place = rng.choice([s for s in scene if s in ARM_PLACES])
+    return {"a": a, "b": b, "p": place}, [("for_each", [a, b], [("pick", VAR), ("place", place)])]
+
+
+def _clear(rng, scene, absent):
+    things = [s for s in scene if s not in ARM_PLACES]
+    place = rng.choice([s for s in scene if s in ARM_PLACES])
+    return {"p": place}, [("for_each", things, [("pick", VAR), ("place", place)])]
+
+
+def _multi_arm(rng, scene, absent):
+    things = [s for s in scene if s not in ARM_PLACES]
+    places = [s for s in scene if s in ARM_PLACES]
+    steps = [_arm_step(rng, things, places) for _ in range(rng.choice([2, 3]))]
+    return {"steps": steps}, [a for _, actions in steps for a in actions]
+
+
+def _back_and_forth(rng, scene, absent):
+    things = [s for s in scene if s not in ARM_PLACES]
+    obj = rng.choice(things)
+    a, b = rng.sample([s for s in scene if s in ARM_PLACES], 2)
+    words, n = _count(rng)
+    return {"o": obj, "a": a, "b": b, "n": words}, [("repeat", n, [("pick", obj), ("place", b), ("pick", obj),
+                                                                   ("place", a)])]
+
+
+def _arm_search(rng, scene, absent):
+    obj = rng.choice(absent)
+    place = rng.choice([s for s in scene if s in ARM_PLACES])
+    return {"o": obj, "p": place}, [("if_found", obj, [("pick", obj), ("place", place)])]
+
+
+def _holding(rng, scene, absent):
+    place = rng.choice([s for s in scene if s in ARM_PLACES])
+    return {"p": place}, [("if_holding", [("place", place)])]
+
+
+def _slipped(rng, scene, absent):
+    return _put(rng, scene, absent)
+
+
+def _full(rng, scene, absent):
+    obj = rng.choice([s for s in scene if s not in ARM_PLACES])
+    full, other = rng.sample([s for s in scene if s in ARM_PLACES], 2)
+    return {"o": obj, "p": full, "q": other}, [("pick", obj), ("place", other)]
+
+
+def _arm_absent_say(rng, scene, absent):
+    obj = rng.choice(absent)
+    return {"o": obj}, [("say", f"there is no {obj}")]
+
+
+def _arm_wait_say(rng, scene, absent):
+    words, s = _seconds(rng)
+    return {"s": words}, [("wait", s), ("say", "ready")]
+
+
+def _report(rng, scene, absent):
+    text = rng.choice(["ready", "done", "start", "all clear"])
+    return {"t": text}, [("say", text)]
+
+
+TEMPLATES = [
+    _t("move", "single", DRONE, ["Fly {dir} {dist}.", "Move {dir} {dist}.", "Go {dir} by {dist}.",
+                                 "Could you head {dir} {dist}?"], _move),
+    _t("turn", "single", DRONE, ["Turn {side} {angle}.", "Rotate {side} by {angle}.", "Yaw {side} {angle}."],
+       _turn),
+    _t("photo_of", "multi", DRONE, ["Take a photo of the {o}.", "Fly to the {o} and take a picture of it.",
+                                    "Get me a picture of the {o}.", "Go photograph the {o}."], _photo_of),
+    _t("goto", "single", DRONE, ["Fly to the {o}.", "Go to the {o}.", "Head over to the {o}.",
+                                 "Approach the {o}."], _goto),
+    _t("multi", "multi", DRONE, ["{steps:, then }.", "First {steps:, then }.", "{steps:; after that, }.",
+                                 "{steps: and then }."], _multi_drone),
+    _t("photos", "repeat", DRONE, ["Take {n} photos.", "Take {n} pictures in a row.", "Snap {n} photos."], _photos),
+    _t("directions", "repeat", DRONE, ["Take photos in {n} directions.", "Photograph {n} evenly spaced directions.",
+                                       "Turn around in {n} steps, taking a photo at each."], _directions),
+    _t("square", "repeat", DRONE, ["Fly a square with sides of {dist}.", "Trace a square, {dist} per side.",
+                                   "Make a square path of {dist} on each side."], _square),
+    _t("spins", "repeat", DRONE, ["Spin around {n} times.", "Do {n} full turns.", "Rotate in place {n} times."],
+       _spins, heldout=True),
+    _t("search_photo", "search", DRONE, ["Look for the {o}; if you find it, fly to it and take a photo.",
+                                         "Search for a {o} and photograph it if it is there.",
+                                         "If you can find the {o}, go take a picture of it."], _search_photo),
+    _t("absent_goto", "absent", DRONE, ["Fly to the {o}.", "Go to the {o}.", "Find the {o} and go there."],
+       _absent_goto),
+    _t("look_around", "vague", DRONE, ["Look around.", "Have a look around the room.", "Survey your surroundings.",
+                                       "Check what is around you."], _look_around),
+    _t("patrol", "vague", DRONE, ["Patrol the area in a loop of {dist} legs.", "Do a patrol round, {dist} per leg.",
+                                  "Guard the area: fly a loop with {dist} sides."], _patrol, heldout=True),
+    _t("greet", "vague", DRONE, ["Say hello to the {o}.", "Greet the {o}.", "Go and say hi to the {o}."], _greet),
+    _t("zigzag", "multi", DRONE, ["Zigzag ahead {n} times: right {dist}, forward {dist}, left {dist}, forward {dist}.",
+                                  "Fly a zigzag of {n} rounds with {dist} legs, right, forward, left, forward."],
+       _zigzag),
+    _t("blocked", "error", DRONE, ["Go forward {dist}.", "Fly ahead {dist}."], _blocked,
+       alert="ALERT: mf failed: something blocks the way at this height."),
+    _t("lost", "error", DRONE, ["Take a photo of the {o}.", "Fly to the {o} and photograph it."], _lost,
+       alert="ALERT: g('{o}') failed: the {o} is not in view."),
+    _t("blurred", "error", DRONE, ["Take a picture of the {o}.", "Photograph the {o} again."], _blurred,
+       heldout=True, alert="ALERT: the last photo was blurred by motion."),
+    _t("pick", "single", ARMS, ["Pick up the {o}.", "Grab the {o}.", "Take the {o}.", "Lift the {o}."], _pick),
+    _t("put", "multi", ARMS, ["Put the {o} in the {p}.", "Place the {o} into the {p}.", "Move the {o} to the {p}.",
+                              "Could you drop the {o} in the {p}?"], _put),
+    _t("put_two", "multi", ARMS, ["Put the {a} and the {b} in the {p}.", "Move both the {a} and the {b} to the {p}.",
+                                  "Place the {a} and then the {b} into the {p}."], _put_two),
+    _t("clear", "vague", ARMS, ["Clear the table into the {p}.", "Tidy everything up into the {p}.",
+                                "Put all the objects in the {p}."], _clear),
+    _t("multi_arm", "multi", ARMS, ["{steps:, then }.", "First {steps:, then }.", "{steps:; after that, }."],
+       _multi_arm),
+    _t("back_and_forth", "repeat", ARMS, ["Move the {o} from the {a} to the {b} and back, {n} times.",
+                                          "Shuttle the {o} between the {a} and the {b} {n} times."],
+       _back_and_forth, heldout=True),
+    _t("arm_search", "search", MINI_ARM, ["Is there a {o}? If so, put it in the {p}.",
+                                          "Look for a {o} and put it in the {p} if you find one.",
+                                          "If you can find the {o}, place it in the {p}."], _arm_search),
+    _t("holding", "conditional", PY_ARM, ["If you are holding something, put it in the {p}.",
+                                          "Drop whatever is in the gripper into the {p}.",
+                                          "If the gripper holds an object, release it in the {p}."], _holding),
+    _t("slipped", "error", ARMS, ["Put it in the {p}.", "Try again to put the {o} in the {p}."], _slipped,
+       alert="ALERT: the {o} slipped out of the gripper."),
+    _t("full", "error", ARMS, ["Put the {o} in the {p}.", "Store the {o} in the {p}."], _full,
+       alert="ALERT: the {p} is full; use the {q} instead."),
+    _t("absent_say", "absent", PY_ARM, ["Pick up the {o}.", "Hand me the {o}."], _arm_absent_say),
+    _t("wait_say", "single", MINI_ARM, ["Wait {s}, then say 'ready'.", "Pause for {s} and report 'ready'."],
+       _arm_wait_say, heldout=True),
+    _t("report", "single", ARMS, ["Say '{t}'.", "Report '{t}'.", "Tell the operator '{t}'."], _report),
+]
+
+
+# --------------------------------------------------------------------------- rows
+@dataclass(frozen=True)
+class CorpusRow:
+    id: str
+    skill_set: str
+    robot_type: str
+    template: str
+    phrasing: int
+    kind: str
+    split: str  # tune | heldout
+    task_input: str
+    task_plan: str
+    required_skills: list[str]
+    required_objects: list[str]
+    steps: int
+
+    def as_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+
+def _fill(phrasing: str, fields: dict) -> str:
+    text = phrasing
+    for key, value in fields.items():
+        if key == "steps":
+            start = text.index("{steps:")
+            end = text.index("}", start)
+            joiner = text[start + len("{steps:"):end]
+            text = text[:start] + joiner.join(phrase for phrase, _ in value) + text[end + 1:]
+        else:
+            text = text.replace("{" + key + "}", str(value))
+    return text[0].upper() + text[1:]
+
+
+def _scene(rng: random.Random, skill_set: str) -> tuple[list[str], list[str]]:
+    """The scene's objects, and objects the scene lacks."""
+    if skill_set == "minispec_drone":
+        chosen = rng.sample(DRONE_THINGS, rng.randint(3, 6))
+        absent = [o for o in DRONE_THINGS if o not in chosen]
+    else:
+        things = rng.sample(ARM_THINGS, rng.randint(2, 4))
+        places = rng.sample(ARM_PLACES, rng.randint(2, 3))
+        chosen = things + places
+        rng.shuffle(chosen)
+        absent = [o for o in ARM_THINGS if o not in things]
+    return chosen, rng.sample(absent, 3)
+
+
+def _scene_text(rng: random.Random, scene: list[str], instruction: str, alert: str) -> str:
+    if rng.random() < 0.7 or alert:
+        return f"{alert + ' ' if alert else ''}Scene: [{', '.join(scene)}]. {instruction}"
+    boxes = ", ".join(f"{o} x:{rng.random():.2f} y:{rng.random():.2f} width:{rng.uniform(0.03, 0.3):.2f} "
+                      f"height:{rng.uniform(0.03, 0.3):.2f}" for o in scene)
+    return f"Scene: [{boxes}], Task: [A] {instruction}"
+
+
+def _count_steps(actions: list) -> int:
+    total = 0
+    for a in actions:
+        if a[0] == "repeat":
+            total += a[1] * _count_steps(a[2])
+        elif a[0] == "for_each":
+            total += len(a[1]) * _count_steps(a[2])
+        elif a[0] in ("if_found", "if_holding"):
+            total += 1 + _count_steps(a[-1])
+        else:
+            total += 1
+    return total
+
+
+def build_corpus(per_template: int = 50, seed: int = 0) -> list[CorpusRow]:
+    """Every template, for each of its skill sets, `per_template` tasks (distinct texts),
+    each checked: the plan is valid and does its task by its own needs."""
+    rng = random.Random(seed)
+    skill_sets = {name: load_skill_set(name) for name in SKILL_SETS}
+    rows: list[CorpusRow] = []
+    for template in TEMPLATES:
+        for name in template.skill_sets:
+            skill_set = skill_sets[name]
+            seen: set[str] = set()
+            attempts = 0
+            while sum(r.template == template.name and r.skill_set == name for r in rows) < per_template:
+                attempts += 1
+                if attempts > per_template * 20:
+                    break  # the template has fewer distinct texts than asked for
+                scene, absent = _scene(rng, name)
+                fields, actions = template.build(rng, scene, absent)
+                phrasing = rng.randrange(len(template.phrasings))
+                instruction = _fill(template.phrasings[phrasing], fields)
+                alert = _fill(template.alert, fields) if template.alert else ""
+                task_input = _scene_text(rng, scene, instruction, alert)
+                if task_input in seen:
+                    continue
+                seen.add(task_input)
+                plan = render_plan(skill_set, actions)
+                needs = TaskNeeds(tuple(needed_skills(skill_set, actions)), tuple(named_objects(actions)))
+                check = check_generated_plan(skill_set, task_input, plan)
+                if not check.valid or not check_task(skill_set, plan, needs).does_task:
+                    raise AssertionError(f"template {template.name} wrote a plan that fails its own checks for "
+                                         f"{name}: {plan!r} {check.problems}")
+                heldout = template.heldout or (len(template.phrasings) >= 3 and phrasing == len(template.phrasings) - 1)
+                rows.append(CorpusRow(f"{name}/{template.name}/{len(seen):03d}", name, SKILL_SETS[name], template.name,
+                                      phrasing, template.kind, "heldout" if heldout else "tune", task_input, plan,
+                                      list(needs.skills), list(needs.objects), _count_steps(actions)))
+    return rows
+
+
+# Held-out tasks the demo and the README show, base against tuned: one of each kind of plan.
+EXAMPLE_IDS = ("minispec_drone/multi/006", "minispec_drone/search_photo/003", "minispec_drone/directions/001",
+               "minispec_arm/put/006", "python_arm/holding/004")
+
+
+def examples(rows: list[CorpusRow]) -> list[CorpusRow]:
+    by_id = {r.id: r for r in rows}
+    return [by_id[i] for i in EXAMPLE_IDS]
+
+
+def write_corpus(rows: list[CorpusRow], path: str | Path) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text("".join(row.as_json() + "\n" for row in rows))
+
+
+def load_corpus(path: str | Path) -> list[CorpusRow]:
+    return [CorpusRow(**json.loads(line)) for line in Path(path).read_text().splitlines() if line.strip()]

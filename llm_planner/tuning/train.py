@@ -1,0 +1,132 @@
+"""The LoRA fine-tune of the bundled model on the corpus's tuning part (`llm-planner tune-model`).
+
+Each example is the chat the engine sends for a tuned skill set (the skill set's short system
+turn, the task as the model reads it) with the plan as the answer; the loss counts only the
+answer and its end-of-turn token, so the model learns to write the plan and stop. Training runs
+on the CPU's threads, in bfloat16 where the CPU has it natively, in float32 elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from llm_planner.catalog.scene import render_task
+from llm_planner.catalog.skills import load_skill_set
+from llm_planner.tuning.corpus import CorpusRow
+
+TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    epochs: float = 3.0
+    learning_rate: float = 1e-3
+    rank: int = 8
+    alpha: int = 16
+    dropout: float = 0.05
+    batch_size: int = 8
+    max_tokens: int = 320  # an example's chat is cut here (the corpus's longest are well below)
+    seed: int = 0
+
+
+def chat_messages(row: CorpusRow, with_plan: bool = True) -> list[dict[str, str]]:
+    skill_set = load_skill_set(row.skill_set)
+    messages = [{"role": role, "content": text} for role, text in skill_set.tuned_chat_prefix()]
+    messages.append({"role": "user", "content": render_task(row.task_input)})
+    if with_plan:
+        messages.append({"role": "assistant", "content": row.task_plan})
+    return messages
+
+
+def encode_example(tokenizer, row: CorpusRow, max_tokens: int) -> tuple[list[int], list[int]]:
+    """Token ids of the whole chat and the labels: -100 (not learned) over the prompt."""
+    prompt = tokenizer.apply_chat_template(chat_messages(row, False), add_generation_prompt=True, tokenize=False)
+    full = tokenizer.apply_chat_template(chat_messages(row), tokenize=False)
+    prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
+    ids = tokenizer.encode(full, add_special_tokens=False)
+    if ids[:len(prompt_ids)] != prompt_ids:
+        raise ValueError(f"{row.id}: the chat template does not extend the prompt with the answer")
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    answer_end = ids.index(end, len(prompt_ids)) + 1 if end in ids[len(prompt_ids):] else len(ids)
+    ids = ids[:min(answer_end, max_tokens)]
+    labels = [-100] * len(prompt_ids) + ids[len(prompt_ids):]
+    return ids, labels[:len(ids)]
+
+
+def _batches(examples: list[tuple[list[int], list[int]]], size: int, rng: random.Random) -> list[list[int]]:
+    """One epoch's batches in random order, each of examples of similar length (little padding
+    to compute): shuffled, then sorted by length within windows of a few batches."""
+    order = list(range(len(examples)))
+    rng.shuffle(order)
+    window = size * 8
+    batches = []
+    for start in range(0, len(order), window):
+        chunk = sorted(order[start:start + window], key=lambda i: len(examples[i][0]))
+        batches += [chunk[i:i + size] for i in range(0, len(chunk), size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def tune(base_dir: Path, rows: list[CorpusRow], out_dir: Path, settings: TuneSettings = TuneSettings(),
+         bf16: bool = False, log: Callable[[str], None] = print) -> dict:
+    """Train a LoRA adapter on `rows` and save it (safetensors, bfloat16) with its settings;
+    returns what the run measured."""
+    import torch
+    from peft import LoraConfig, get_peft_model, get_peft_model_state_dict
+    from safetensors.torch import save_file
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(settings.seed)
+    rng = random.Random(settings.seed)
+    tokenizer = AutoTokenizer.from_pretrained(str(base_dir))
+    model = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=torch.float32)
+    config = LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
+                        target_modules=TARGET_MODULES, task_type="CAUSAL_LM")
+    model = get_peft_model(model, config)
+    examples = [encode_example(tokenizer, row, settings.max_tokens) for row in rows]
+    steps_per_epoch = math.ceil(len(examples) / settings.batch_size)
+    total_steps = max(1, round(steps_per_epoch * settings.epochs))
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=settings.learning_rate)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / 20) * max(0.0, 1 - step / total_steps))
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    model.train()
+    started, tokens, losses = time.monotonic(), 0, []
+    batches: list[list[int]] = []
+    for step in range(total_steps):
+        if not batches:
+            batches = _batches(examples, settings.batch_size, rng)
+        batch = [examples[i] for i in batches.pop()]
+        width = max(len(ids) for ids, _ in batch)
+        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch])
+        labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch])
+        attention = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+        tokens += int(attention.sum())
+        losses.append(float(loss.detach()))
+        if step % 20 == 0 or step == total_steps - 1:
+            elapsed = time.monotonic() - started
+            log(f"step {step + 1}/{total_steps}: loss {sum(losses[-20:]) / len(losses[-20:]):.3f}, "
+                f"{tokens / max(elapsed, 1e-9):.0f} tokens/s, {elapsed / 60:.1f} min")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in get_peft_model_state_dict(model).items()}
+    save_file(state, str(out_dir / "adapter_model.safetensors"))
+    model.peft_config["default"].save_pretrained(str(out_dir))
+    result = {"base_model": base_dir.name, "skill_sets": sorted({r.skill_set for r in rows}),
+              "examples": len(examples), "steps": total_steps, "tokens": tokens,
+              "minutes": round((time.monotonic() - started) / 60, 1), "final_loss": round(sum(losses[-20:]) /
+                                                                                          len(losses[-20:]), 4),
+              "bf16": bf16, "settings": asdict(settings)}
+    (out_dir / "training.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result

@@ -1,0 +1,72 @@
+"""The tuning corpus and the tuned model's plumbing (no training here: that is `llm-planner
+tune-model`, tens of minutes)."""
+
+import json
+from collections import Counter
+
+import pytest
+
+from llm_planner.catalog.skills import load_skill_set
+from llm_planner.planning.plan_check import check_generated_plan
+from llm_planner.planning.prompts import plan_request, shared_request
+from llm_planner.planning.task_check import TaskNeeds, check_task
+from llm_planner.settings.paths import data_path
+from llm_planner.tuning.corpus import build_corpus, load_corpus
+
+CORPUS = data_path("config", "tuning", "corpus.jsonl")
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return load_corpus(CORPUS)
+
+
+def test_the_committed_corpus_is_what_the_generators_write(rows):
+    assert [r.as_json() for r in build_corpus()] == [r.as_json() for r in rows]
+
+
+def test_the_corpus_covers_every_skill_set_and_kind_of_task(rows):
+    assert len(rows) >= 1500
+    per_set = Counter(r.skill_set for r in rows)
+    assert set(per_set) == {"minispec_drone", "minispec_arm", "python_arm"} and min(per_set.values()) >= 300
+    kinds = {r.kind for r in rows}
+    assert {"single", "multi", "repeat", "search", "conditional", "vague", "error", "absent"} <= kinds
+    assert any("ALERT:" in r.task_input for r in rows) and any(" m." in r.task_input for r in rows)
+    assert len({r.task_input for r in rows}) == len(rows)
+
+
+def test_every_plan_runs_and_does_its_task(rows):
+    for r in rows:
+        skill_set = load_skill_set(r.skill_set)
+        assert check_generated_plan(skill_set, r.task_input, r.task_plan).valid, r.id
+        needs = TaskNeeds(tuple(r.required_skills), tuple(r.required_objects))
+        assert needs.skills and check_task(skill_set, r.task_plan, needs).does_task, r.id
+
+
+def test_the_held_out_part_is_worded_in_ways_the_tuning_part_never_is(rows):
+    tune = {(r.template, r.phrasing) for r in rows if r.split == "tune"}
+    heldout = [r for r in rows if r.split == "heldout"]
+    assert 0.2 <= len(heldout) / len(rows) <= 0.45
+    assert not {(r.template, r.phrasing) for r in heldout} & tune
+    whole = {r.template for r in heldout} - {r.template for r in rows if r.split == "tune"}
+    assert len(whole) >= 3  # templates seen only in the held-out part
+
+
+def test_a_tuned_skill_set_is_prompted_the_short_way():
+    drone = load_skill_set("minispec_drone")
+    few_shot, tuned = shared_request(drone), shared_request(drone, tuned=True)
+    assert len(few_shot.chat_prefix) > 1 and len(tuned.chat_prefix) == 1
+    assert tuned.prefix_key != few_shot.prefix_key  # the engine caches the two prefixes apart
+    request = plan_request("t", drone, "Scene: [door]. Fly to the door.", tuned=True)
+    assert request.chat_prefix == drone.tuned_chat_prefix() and "Objects: 'door'" in request.prompt
+
+
+def test_a_tuned_model_folder_says_its_base_and_skill_sets(tmp_path):
+    from llm_planner.engine.models import TUNING_MANIFEST, timing_model_name, tuned_skill_sets
+
+    folder = tmp_path / "smollm2-135m-planner"
+    folder.mkdir()
+    assert tuned_skill_sets(folder) == frozenset() and timing_model_name(folder) == "smollm2-135m-planner"
+    (folder / TUNING_MANIFEST).write_text(json.dumps({"base_model": "smollm2-135m-instruct",
+                                                      "skill_sets": ["minispec_drone"], "adapter_sha256": "x"}))
+    assert tuned_skill_sets(folder) == {"minispec_drone"} and timing_model_name(folder) == "smollm2-135m-instruct"
