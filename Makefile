@@ -43,7 +43,7 @@ $(BUILT): $(STAMP) $(wildcard interfaces/llm_planner_interfaces/*/*) interfaces/
 	touch $(BUILT)
 
 # The main job: a fleet of simulated robots over ROS 2 with the planner on the real engine
-# (the bundled SmolLM2 on vLLM CPU); a short workload of normal plans with urgent alerts is
+# (the bundled planner model, SmolLM2-135M tuned for the skill sets, on vLLM CPU); a short workload of normal plans with urgent alerts is
 # replayed live once under `timely` and once under `vllm`, recorded and reported. The workload
 # was written for the AVX-512 machine's engine; on a slower CPU its arrivals are spread by
 # how much slower this machine's engine is, and the grace time follows the engine's speed.
@@ -51,6 +51,9 @@ demo: setup
 	$(ENV) lrtrace replay config/jobs/urgent_under_load.yaml --traces config/traces/timely_tasks.yaml \
 	  --start-fleet --engine vllm --policies timely,vllm --idle-check --record out/demo.mcap --json out/demo.json \
 	  --pace-engine smollm2-135m-instruct-bfloat16-cpu-avx512-bf16
+	# Five held-out tasks: the planner model's plans beside its base model's, and whether each does the task.
+	$(ENV) llm-planner plans config/tuning/examples.jsonl --engine vllm --against smollm2-135m-instruct \
+	  --json out/demo-plans.json
 
 # The same fleet on the sim engine (recorded plans): a one-minute workload replayed live and
 # compared with its simulation.

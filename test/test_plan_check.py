@@ -37,7 +37,7 @@ def test_scene_of_the_artifact_style():
 def test_both_styles_reach_the_model_in_one_form():
     assert render_task(ARTIFACT) == "Objects: 'bolt', 'nut', 'bin'\nTask: Pick up the bolt and drop it in the bin."
     assert render_task("Scene: [bolt, nut, bin]. Pick up the bolt and drop it in the bin.") == render_task(ARTIFACT)
-    assert render_task(ARTIFACT.replace("[A]", "[E]")).endswith("Task (error follow-up): Pick up the bolt and drop "
+    assert render_task(ARTIFACT.replace("[A]", "[E]")).endswith("Task: ALERT: Pick up the bolt and drop "
                                                                 "it in the bin.")
     assert render_task("Fly up 50 cm.") == "Task: Fly up 50 cm."
     # the few-shot examples are shown in the same form
@@ -224,3 +224,33 @@ def test_the_task_rate_is_reported_per_robot_type_from_the_listed_needs(tmp_path
     path.write_text(json.dumps({**rows[0], "required_objects": "door"}))
     with pytest.raises(FormatError, match="required_objects"):
         load_plan_tasks(path)
+
+
+def test_two_models_plans_side_by_side_in_markdown(tmp_path, tokenizer):
+    from llm_planner.commands.plans import markdown_table
+    from llm_planner.domain.clock import VirtualClock
+    from llm_planner.engine.profile import load_engine_profile
+    from llm_planner.settings.config import load_planner_config
+
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps({"robot_type": "drone", "robot_system": "tello minispec", "required_skills": ["tp"],
+                                "task_input": "Scene: [door]. Photo.", "task_plan": "tp();"}) + "\n"
+                    + json.dumps({"robot_type": "arm", "robot_system": "fltrnn python", "required_skills": ["say"],
+                                  "task_input": "Scene: [bin]. Say | hi.", "task_plan": "say('hi')\nsay('hi')\n"}))
+    tasks = load_plan_tasks(path)
+    engine = SimEngine(load_engine_profile(load_planner_config().engine_profile), tokenizer, VirtualClock())
+    skill_sets = {"tello": load_skill_set("minispec_drone"), "fltrnn_arm": load_skill_set("python_arm")}
+    runs = generate_plans(engine, tasks, skill_sets, 100_000)
+    lines = markdown_table(tasks, {"tuned": runs, "base": runs}).splitlines()
+    assert lines[0] == "| task | tuned | does task | base | does task |" and len(lines) == 4
+    assert lines[2] == "| Scene: [door]. Photo. | `tp();` | yes | `tp();` | yes |"
+    assert lines[3].startswith("| Scene: [bin]. Say \\| hi. |")  # a | of the text does not end the cell
+    assert "`say('hi')⏎ say('hi')`" in lines[3]  # a plan's lines stay in one row
+    # the terminal table shows brackets as written (rich would read `[door]` as markup)
+    from rich.console import Console
+
+    from llm_planner.commands.plans import side_by_side
+
+    console = Console(record=True, width=200)
+    console.print(side_by_side(tasks, {"tuned": runs, "base": runs}))
+    assert "Scene: [door]. Photo." in console.export_text()

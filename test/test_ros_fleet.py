@@ -13,6 +13,7 @@ from llm_planner.settings.fleet import RobotConfig
 pytestmark = pytest.mark.ros
 
 FAST = {"time_scale": 0.05}
+FLAKY_SEED, FLAKY_RATES = 5, "mf=0.5"
 
 
 def wait_until(predicate, timeout):
@@ -32,6 +33,7 @@ def fleet(request):
         RobotConfig(id="arm1", type="indy7", options=dict(FAST, seed=3)),
         # fault drills: a robot whose climbs fail, one that never finishes a descent
         RobotConfig(id="faulty", type="tello", options=dict(FAST, fail_on=r"^mu\(")),
+        RobotConfig(id="flaky", type="tello", options=dict(FAST, seed=FLAKY_SEED, fail_rate=FLAKY_RATES)),
         RobotConfig(id="stuck", type="tello", options=dict(FAST, stall_on=r"^md\(")),
         RobotConfig(id="leaving", type="tello", options={"time_scale": 1.0}),
     ]
@@ -117,12 +119,47 @@ def test_duplicate_task_id_is_rejected(fleet):
     assert (succeeded, rejected) == (4, 6) and message == "duplicate task_id 'dup'"
 
 
-def test_robot_reporting_a_failed_call_fails_the_task(fleet):
+def test_robot_reporting_a_failed_call_fails_the_task_and_its_follow_up_too(fleet):
     c = fleet.client
     c.publish("fail-call", "faulty", instruction(3))  # mu(80);mf(100);mb(100);md(80);
     assert c.wait_terminal(["fail-call"], timeout=30)
     final = c.terminal("fail-call")
     assert final.state == final.FAILED and "simulated failure of mu(80)" in final.message
+    assert final.message.endswith("; replanned as task fail-call-replan1")
+    # the follow-up retries from mu(80), which this robot always fails: attempts exhausted
+    assert c.wait_terminal(["fail-call-replan1"], timeout=30)
+    follow = c.terminal("fail-call-replan1")
+    assert follow.state == follow.FAILED and follow.robot_id == "faulty"
+    assert follow.message.endswith("not replanned: 1 of 1 follow-ups made (replan.max_attempts)")
+
+
+def test_a_call_failed_at_random_is_replanned_and_the_follow_up_succeeds(fleet):
+    """The robot fails calls with a probability drawn from its seed (catalog/faults.py), so
+    the test knows which task ids fail once and then succeed."""
+    from llm_planner.catalog.faults import CallFaults, parse_fail_rates
+    from llm_planner.catalog.skills import load_skill_set
+    from llm_planner.domain.names import follow_up_task_id
+
+    calls = load_skill_set("minispec_drone").find_calls(TRACES[3].plan)
+    faults = CallFaults(parse_fail_rates(FLAKY_RATES), FLAKY_SEED)
+
+    def first_failure(task_id, todo):
+        return next((i for i, call in enumerate(todo) if faults.fails(task_id, call)), None)
+
+    def fails_once(task_id):
+        failed = first_failure(task_id, calls)
+        return failed is not None and first_failure(follow_up_task_id(task_id, 1), calls[failed:]) is None
+
+    task_id = next(f"flaky-{n}" for n in range(100) if fails_once(f"flaky-{n}"))
+    c = fleet.client
+    c.publish(task_id, "flaky", instruction(3))
+    follow_id = follow_up_task_id(task_id, 1)
+    assert c.wait_terminal([task_id], timeout=30)
+    assert c.terminal(task_id).message.endswith(f"; replanned as task {follow_id}")
+    assert c.wait_terminal([follow_id], timeout=30)
+    follow = c.terminal(follow_id)
+    assert follow.state == follow.SUCCEEDED, follow.message
+    assert c.segments_executing(follow_id)  # dispatched to the robot
 
 
 def test_robot_that_never_answers_fails_the_task_after_the_timeout(fleet):

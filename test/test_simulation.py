@@ -115,11 +115,11 @@ def test_late_tasks_are_still_planned(config, tokenizer, traces):
 
 
 def run_planner(config, tokenizer, requests, policy="timely", engine_class=None, then=(), watch_s=None,
-                keep_finished=None, each_step=None):
+                keep_finished=None, each_step=None, times=None):
     """The planner with the sim engine (or `engine_class`, a SimEngine) and simulated robots,
     driven by hand until idle; then the requests of `then` are submitted and driven too.
     `watch_s`: the engine runs under a watchdog with this time limit (a plain SimEngine replaces it).
-    `each_step(planner)` is called after every planner step."""
+    `each_step(planner)` is called after every planner step. `times`: the robots' CallTimeSource."""
     from llm_planner.dispatch.robot_port import CallTimeSource, SimRobots
     from llm_planner.domain.clock import VirtualClock
     from llm_planner.engine import SimEngine, load_engine_profile
@@ -133,7 +133,7 @@ def run_planner(config, tokenizer, requests, policy="timely", engine_class=None,
     if watch_s is not None:
         engine = WatchedEngine(engine, watch_s, lambda: SimEngine(profile, tokenizer, clock))
     planner = Planner(config, get_policy(policy), engine, clock,
-                      lambda listener: SimRobots(events.push, clock.now, CallTimeSource(0), listener),
+                      lambda listener: SimRobots(events.push, clock.now, times or CallTimeSource(0), listener),
                       statuses.append, keep_finished=keep_finished)
     for batch in (requests, then):
         for r in batch:

@@ -55,6 +55,20 @@ def test_failures_are_reported(drone):
     assert not results[1].success and "not found" in results[1].message
 
 
+def test_a_drone_stopped_by_an_obstacle_fails_the_call_with_its_answer():
+    # an address of its own: djitellopy tells drones apart by IP
+    emulator = TelloEmulator(host="127.0.0.3", time_scale=0.01, fail_on=r"^forward").start()
+    backend = TelloBackend(host="127.0.0.3", port=emulator.port, connect_timeout_s=1.0)
+    try:
+        results = run(backend, "mu(50);mf(50);tc(90)")
+        assert results[0].success and results[2].success
+        assert not results[1].success and results[1].message.startswith("mf(50):")
+        assert "Obstacle detected" in results[1].message
+    finally:
+        backend.close()
+        emulator.stop()
+
+
 @pytest.mark.ros
 def test_a_plan_flown_through_the_fleet_over_ros():
     from ros_fixtures import instruction, start_fleet

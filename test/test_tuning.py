@@ -70,3 +70,39 @@ def test_a_tuned_model_folder_says_its_base_and_skill_sets(tmp_path):
     (folder / TUNING_MANIFEST).write_text(json.dumps({"base_model": "smollm2-135m-instruct",
                                                       "skill_sets": ["minispec_drone"], "adapter_sha256": "x"}))
     assert tuned_skill_sets(folder) == {"minispec_drone"} and timing_model_name(folder) == "smollm2-135m-instruct"
+
+
+@pytest.mark.slow
+def test_set_up_merges_an_adapter_once_per_adapter(tmp_path, monkeypatch):
+    """An adapter (here an untrained one) merged into the base model's folder, with the
+    manifest; a second call finds it done; another adapter is merged anew."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from llm_planner.engine.models import default_model_dir, prepare_tuned_model, tuning_manifest
+
+    base = default_model_dir()
+    if not (base / "config.json").is_file():
+        pytest.skip("the base model is converted by `make setup`")
+    (tmp_path / "cache" / "models").mkdir(parents=True)
+    (tmp_path / "cache" / "models" / base.name).symlink_to(base)
+    monkeypatch.setenv("LLM_PLANNER_CACHE", str(tmp_path / "cache"))
+
+    def adapter(folder, seed):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
+        config = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"], task_type="CAUSAL_LM", init_lora_weights=False)
+        get_peft_model(model, config).save_pretrained(str(folder))
+        (folder / "training.json").write_text(json.dumps({"skill_sets": ["minispec_arm"]}))
+        return folder
+
+    first = adapter(tmp_path / "a", 0)
+    merged = prepare_tuned_model(log=lambda _: None, adapter=first)
+    manifest = tuning_manifest(merged)
+    assert manifest["base_model"] == base.name and manifest["skill_sets"] == ["minispec_arm"]
+    stamp = (merged / "model.safetensors").stat().st_mtime_ns
+    assert prepare_tuned_model(log=lambda _: None, adapter=first) == merged
+    assert (merged / "model.safetensors").stat().st_mtime_ns == stamp  # done once
+    prepare_tuned_model(log=lambda _: None, adapter=adapter(tmp_path / "b", 1))
+    assert tuning_manifest(merged)["adapter_sha256"] != manifest["adapter_sha256"]

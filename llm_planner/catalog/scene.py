@@ -78,6 +78,8 @@ def render_task(text: str) -> str:
     lines = []
     if task.objects:
         lines.append("Objects: " + ", ".join(f"'{name}'" for name in task.object_names))
-    label = "Task (error follow-up)" if task.error_follow_up and not _ALERT.match(task.instruction) else "Task"
-    lines.append(f"{label}: {task.instruction}")
+    # An error follow-up reads as an alert whichever style marked it (`[E]` or `ALERT:`): the
+    # form the tuned model learned its follow-ups in.
+    alert = "ALERT: " if task.error_follow_up and not _ALERT.match(task.instruction) else ""
+    lines.append(f"Task: {alert}{task.instruction}")
     return "\n".join(lines)

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from llm_planner.catalog.faults import parse_fail_rates
 from llm_planner.commands.lrtrace_live import cmd_record, cmd_replay, cmd_report
 from llm_planner.commands.lrtrace_shared import console, planner_config, progress_bar, stdout, vllm_engine, write_json
 from llm_planner.commands.quiet import route_library_output
@@ -33,7 +34,7 @@ def cmd_compare(args) -> int:
         comparison = compare(source, runs_of, config, args.seeds, engine,
                              tick=lambda label, seed, t, horizon: progress.update(
                                  bar, status=f"seed {seed} {label}: {t:6.0f}/{horizon:.0f} s simulated"),
-                             advance=lambda: progress.advance(bar))
+                             advance=lambda: progress.advance(bar), fail_rates=args.fail_rate)
     results = comparison.results
     engine_name = f"engine vllm ({engine.model_dir})" if engine is not None else f"profile {config.engine_profile}"
     out = stdout()
@@ -42,6 +43,9 @@ def cmd_compare(args) -> int:
     for label, (sim_s, wall_s, counts) in comparison.speed().items():
         out.print(f"{label:15s} simulated {sim_s:8.1f} s in {wall_s:6.2f} s wall "
                   f"({sim_s / max(wall_s, 1e-9):7.0f} simulated s per wall s); tasks: {counts}")
+    if args.fail_rate:
+        for line in report.recovery_lines(results):
+            out.print(line)
     if args.markdown:
         Path(args.markdown).write_text(report.markdown_tables(results))
     if engine is not None:
@@ -118,6 +122,13 @@ def cmd_presets(args) -> int:
     return 0
 
 
+def fail_rates(text: str) -> dict[str, float]:
+    try:
+        return parse_fail_rates(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lrtrace", description=__doc__)
     parser.add_argument("--config", help="planner config (default: config/planner.yaml)")
@@ -138,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default: the config's engine)")
         p.add_argument("--model", help="with --engine vllm: a local Hugging Face model folder (default: config)")
         p.add_argument("--duration", type=float, help="only the jobs arriving in the first N seconds")
+        p.add_argument("--fail-rate", type=fail_rates, metavar="RATES",
+                       help="robots fail calls on purpose: a probability per skill (mf=0.1,g=0.05) or one for "
+                            "every skill (0.05), drawn from the seed; the planner replans (config replan)")
         p.add_argument("--check-sim", action="store_true",
                        help="with --engine vllm: re-simulate each run with the sim engine, the real engine's "
                             "profile and the generated plans, and print the timing error")
@@ -196,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="after the last arrival, seconds to wait without any status change before giving up "
                         "on the tasks still open (default: 60 + 3x the engine time of the workload's plans on "
                         "this machine's profile)")
+    p.add_argument("--fail-rate", type=fail_rates, metavar="RATES",
+                   help="with --start-fleet: the simulated robots fail calls on purpose (see compare)")
     p.add_argument("--record", help="MCAP file (default out/<workload>-live.mcap)")
     p.add_argument("--compare-sim", action="store_true", help="also simulate the workload and print the differences")
     p.add_argument("--idle-check", action="store_true",

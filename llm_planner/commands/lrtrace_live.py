@@ -8,7 +8,7 @@ from llm_planner.commands.lrtrace_shared import console, planner_config, progres
 from llm_planner.lrtrace import report
 from llm_planner.lrtrace.compare import executed_plan_stats, parse_policies, resolve_workload
 from llm_planner.lrtrace.load import load_traces
-from llm_planner.lrtrace.metrics import by_label, by_level, task_differences, terminal_counts
+from llm_planner.lrtrace.metrics import by_label, by_level, recovery, task_differences, terminal_counts
 
 
 def _pace(args, config, jobs: int, engine) -> tuple[float, float]:
@@ -59,13 +59,17 @@ def cmd_replay(args) -> int:
         with progress_bar(args.quiet) as progress:
             bar = progress.add_task(f"{source.name} live ({policy})", total=len(workload.jobs), status="")
             run = replay_live(run_config, source.name, workload, source.traces, record_path,
-                              start_fleet=args.start_fleet, seed=args.seed, speed=speed, grace_s=grace_s,
+                              start_fleet=args.start_fleet, seed=args.seed, fail_rates=args.fail_rate,
+                              speed=speed, grace_s=grace_s,
                               idle_check=args.idle_check, engine=engine, say=console.print,
                               tick=lambda done, sent: progress.update(bar, completed=done,
                                                                       status=f"{sent} published, {done} finished"))
         complete &= run.complete
         records = records_from_recording(record_path, run_config, source.traces)
         result[policy] = by_level(records) | {"plans": executed_plan_stats(records, config)}
+        if args.fail_rate:
+            result[policy]["recovery"] = recovery(records)
+            out.print(*report.recovery_lines({policy: result[policy]}))
         out.print(f"{policy}: recorded {run.messages} messages to {record_path}; tasks: {terminal_counts(records)}"
                   + ("" if run.complete else " - NOT all tasks ended within the grace time"))
         if run.first_actions:
@@ -74,7 +78,8 @@ def cmd_replay(args) -> int:
                       f"{fa['load_p50_s']:.3f} s under load, {fa['idle_p50_s']:.3f} s for the "
                       f"same tasks on the idle planner: {fa['ratio']:.2f}x")
         if args.compare_sim:  # a real engine is reused on a virtual clock
-            sim = simulate(workload, source.traces, policy, run_config, args.seed, engine=engine, warm_up=True)
+            sim = simulate(workload, source.traces, policy, run_config, args.seed, engine=engine, warm_up=True,
+                           fail_rates=args.fail_rate)
             result[f"{policy} (sim)"] = by_level(sim.records)
             out.print(live_vs_sim_table(result[policy], result[f"{policy} (sim)"], policy))
             differences = task_differences(records, sim.records, first_sent_after_arrival(record_path))

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -18,6 +19,7 @@ from llm_planner.lrtrace.plan_bench import PlanRun, generate_plans, recheck, rep
 from llm_planner.lrtrace.task_list import PlanTask, load_plan_tasks
 from llm_planner.settings.config import load_planner_config
 
+SIDE_BY_SIDE_ROWS = 20  # more tasks than this: the side-by-side table goes only to --markdown
 _COLUMNS = [("tasks", "tasks", "{:d}"), ("valid_rate", "valid", "{:.0%}"), ("truncated_rate", "cut", "{:.0%}"),
             ("calls_mean", "calls", "{:.1f}"), ("repeated_statement_fraction", "repeats", "{:.0%}"),
             ("tokens_mean", "tokens", "{:.1f}"), ("spearman_tokens_steps", "ρ tok/steps", "{:.2f}"),
@@ -75,8 +77,8 @@ def cmd_plans(args: argparse.Namespace) -> int:
         other, _ = generate_on_engine(config, engine_name, args.against, tasks)
         result["against"] = {"model": args.against, **report(other)}
         Console().print(summary_table(result["against"], f"{args.against}: the same {len(other)} tasks"))
-        table = side_by_side(tasks, {model: runs, args.against: other})
-        Console().print(table)
+        if len(tasks) <= SIDE_BY_SIDE_ROWS:
+            Console().print(side_by_side(tasks, {model: runs, args.against: other}))
         if args.markdown:
             Path(args.markdown).write_text(markdown_table(tasks, {model: runs, args.against: other}))
     _show(result, args.json, f"{len(runs)} plans from {args.tasks} on the {engine_name} engine"
@@ -96,22 +98,24 @@ def side_by_side(tasks: list[PlanTask], runs: dict[str, list[PlanRun]]) -> Table
         table.add_column(f"{model}")
         table.add_column("does task")
     for i, task in enumerate(tasks):
-        table.add_row(task.task_input, *(cell for model_runs in runs.values() for cell in _plan_cell(model_runs[i])))
+        # escaped: scene lists and Python lists are written in brackets, which rich reads as markup
+        table.add_row(escape(task.task_input),
+                      *(escape(cell) for model_runs in runs.values() for cell in _plan_cell(model_runs[i])))
     return table
 
 
 def markdown_table(tasks: list[PlanTask], runs: dict[str, list[PlanRun]]) -> str:
-    def code(text: str) -> str:
-        return "`" + text.replace("\n", "⏎ ").replace("|", "\\|") + "`"
+    def cell(text: str) -> str:  # one table row per task, whatever the text holds
+        return text.replace("\n", "⏎ ").replace("|", "\\|")
 
     lines = ["| task | " + " | ".join(f"{m} | does task" for m in runs) + " |",
              "|---|" + "---|---|" * len(runs)]
     for i, task in enumerate(tasks):
-        cells = []
+        cells = [cell(task.task_input)]
         for model_runs in runs.values():
             text, done = _plan_cell(model_runs[i])
-            cells += [code(text), done]
-        lines.append(f"| {task.task_input} | " + " | ".join(cells) + " |")
+            cells += [f"`{cell(text)}`", done]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

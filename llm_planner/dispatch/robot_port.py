@@ -13,6 +13,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from llm_planner.catalog.exec_model import ExecModel, task_rng
+from llm_planner.catalog.faults import CallFaults, failure_message
 from llm_planner.catalog.skills import SkillSet
 from llm_planner.dispatch.robot_queue import RobotQueue
 from llm_planner.domain.tasks import DispatchedSegment
@@ -38,10 +39,12 @@ class RobotListener(Protocol):
 class CallTimeSource:
     """Execution time of each call of a task, in plan order: the recorded times where the job
     has them, otherwise drawn from the exec model with a generator seeded by (seed, task), so
-    every policy simulated with the same seed sees the same robot."""
+    every policy simulated with the same seed sees the same robot; and which calls fail, with
+    `fail_rates` (catalog/faults.py)."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, fail_rates: dict[str, float] | None = None) -> None:
         self.seed = seed
+        self.faults = CallFaults(fail_rates or {}, seed)
         self._recorded: dict[str, list[float]] = {}
         self._consumed: dict[str, int] = {}
         self._rngs: dict[str, np.random.Generator] = {}
@@ -63,6 +66,10 @@ class CallTimeSource:
             self._consumed[task_id] = i + 1
             out.append(recorded[i] if i < len(recorded) else model.sample(call, self._rng(task_id)))
         return out
+
+    def failed_call(self, task_id: str, segment: DispatchedSegment) -> int | None:
+        """The index of the segment's first call that fails, if one does."""
+        return next((i for i, call in enumerate(segment.calls) if self.faults.fails(task_id, call)), None)
 
 
 Schedule = Callable[[float, Callable[[], None]], None]
@@ -117,6 +124,10 @@ class SimRobots:
         task_id = robot.queue.current
         _, model = self._planner.robot_models(task_id)
         durations = self._times.times(task_id, segment, model)
+        failed = self._times.failed_call(task_id, segment)
+        if failed is not None:  # as a robot reports a failure: the times of the calls run, the failed one last
+            durations = durations[:failed + 1]
+        message = "" if failed is None else failure_message(segment.calls[failed])
         end = now + sum(durations)
         robot.busy = True
         index = segment.index
@@ -127,9 +138,9 @@ class SimRobots:
 
         def finished() -> None:
             robot.busy = False
-            robot.queue.finished(end, plan_ended=segment.last or task_id in self._canceled)
+            robot.queue.finished(end, plan_ended=segment.last or failed is not None or task_id in self._canceled)
             if task_id not in self._canceled:
-                self._planner.segment_finished(task_id, index, True, durations, "", end)
+                self._planner.segment_finished(task_id, index, failed is None, durations, message, end)
             self._next(robot_id, end)
 
         self._schedule(now, started)

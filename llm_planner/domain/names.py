@@ -24,3 +24,8 @@ def agent_robot_id(agent: int) -> str:
 def job_task_id(job_id: int) -> str:
     """The task id of a workload's job."""
     return f"job{job_id}"
+
+
+def follow_up_task_id(root_task_id: str, attempt: int) -> str:
+    """The planner's `attempt`-th error follow-up of a task."""
+    return f"{root_task_id}-replan{attempt}"

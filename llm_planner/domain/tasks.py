@@ -29,6 +29,18 @@ class TaskState(IntEnum):
 
 
 @dataclass(frozen=True)
+class FollowUp:
+    """What makes a task an error follow-up the planner made itself: the task whose robot
+    failed a call, the task the chain began with, and how many follow-ups the chain holds."""
+
+    of_task: str
+    root_task: str
+    attempt: int  # 1 for the first follow-up of a task
+    failed_s: float  # when the robot reported the failure
+    original_text: str  # the root task's text (scene and instruction)
+
+
+@dataclass(frozen=True)
 class TaskRequest:
     task_id: str
     robot_id: str
@@ -39,6 +51,7 @@ class TaskRequest:
     arrival_s: float
     recorded_plan: str | None = None  # the plan recorded for this instruction, replayed by the sim engine
     label: str = ""  # task type for reports (e.g. the trace name)
+    follow_up: FollowUp | None = None  # an error follow-up made by the planner (planning/replan.py)
 
 
 @dataclass
@@ -92,6 +105,8 @@ class TaskRecord:
     max_utility: float = 0.0
     units_executed: int = 0
     last_unit_end_s: float = math.nan
+    robot_failure: str = ""  # what the robot failed, when it failed a call of this task
+    followed_by: str = ""  # the error follow-up the planner made for it
 
     def account_segment(self, segment: DispatchedSegment) -> None:
         """Add the utility of the units this executed segment holds.

@@ -13,7 +13,7 @@ from llm_planner.engine import Engine
 from llm_planner.lrtrace.composer import compose_preset, list_presets, load_preset, mean_exec_times, preset_traces
 from llm_planner.lrtrace.formats import TraceSet, Workload
 from llm_planner.lrtrace.load import load_traces, load_workload
-from llm_planner.lrtrace.metrics import by_label, by_level, plan_stats, terminal_counts
+from llm_planner.lrtrace.metrics import by_label, by_level, plan_stats, recovery, terminal_counts
 from llm_planner.lrtrace.simulate import SimulationResult, planned_units, simulate
 from llm_planner.sched.queues import POLICIES
 from llm_planner.settings.config import PlannerConfig
@@ -122,9 +122,10 @@ def executed_plan_stats(records, config: PlannerConfig) -> dict:
 
 def compare(source: WorkloadSource, runs_of: list[Variant], config: PlannerConfig, seeds: int,
             engine: Engine | None = None, tick: Callable[[str, int, float, float], None] | None = None,
-            advance: Callable[[], None] | None = None) -> Comparison:
+            advance: Callable[[], None] | None = None, fail_rates: dict[str, float] | None = None) -> Comparison:
     """Every variant on every seed's workload. `tick(label, seed, simulated s, horizon s)`
-    reports progress within a run, `advance()` the end of one."""
+    reports progress within a run, `advance()` the end of one. `fail_rates`: robots fail calls
+    on purpose (catalog/faults.py); each run's results then hold `recovery`."""
     if seeds < 1:
         raise ValueError("--seeds must be >= 1")
     tokenizer = load_tokenizer(config.tokenizer)
@@ -135,7 +136,7 @@ def compare(source: WorkloadSource, runs_of: list[Variant], config: PlannerConfi
         for v in runs_of:
             progress = None if tick is None else (lambda t, v=v, seed=seed: tick(v.label, seed, t, horizon))
             runs[v.label].append(simulate(workload, source.traces, v.policy, v.config, seed, tokenizer,
-                                          progress=progress, engine=engine))
+                                          progress=progress, engine=engine, fail_rates=fail_rates))
             if advance is not None:
                 advance()
     comparison = Comparison(source.name, runs, {})
@@ -144,6 +145,8 @@ def compare(source: WorkloadSource, runs_of: list[Variant], config: PlannerConfi
         comparison.results[label] = by_level(records, planned_units(records, config))
     for label in runs:
         comparison.results[label]["plans"] = executed_plan_stats(comparison.records(label), config)
+        if fail_rates:
+            comparison.results[label]["recovery"] = recovery(comparison.records(label))
     recorded = recorded_plan_stats(source.traces, source.workload(0), config)
     if recorded is not None:
         comparison.results.setdefault("recorded traces", {})["plans"] = recorded

@@ -58,7 +58,10 @@ def summarize(records: list[TaskRecord], expected_units: dict[str, int] | None =
 
 
 def by_level(records: list[TaskRecord], expected_units: dict[str, int] | None = None) -> dict[str, dict]:
-    """{level: metrics} for each urgency level present, plus "all"."""
+    """{level: metrics} for each urgency level present, plus "all". The planner's error
+    follow-ups are not counted here (`recovery` reports them): a task its robot failed counts
+    with the units it did not execute, so failures show as lost utility."""
+    records = [r for r in records if r.request.follow_up is None]
     groups: dict[str, list[TaskRecord]] = defaultdict(list)
     for r in records:
         groups[r.request.urgency_name].append(r)
@@ -78,6 +81,26 @@ def by_label(records: list[TaskRecord]) -> dict[str, dict[str, float]]:
         out[label] = {"utility_mean": m["utility_mean"], "utility_pct_of_max": m["utility_pct_of_max"],
                       "level": rs[0].request.urgency_name, "tasks": len(rs)}
     return out
+
+
+def recovery(records: list[TaskRecord]) -> dict:
+    """After robots failed calls (planning/replan.py): the failures, the follow-ups and how they
+    ended, the time from a failure to its follow-up's first action (the follow-up arrives at
+    the failure), and the tasks abandoned, by reason."""
+    failed = [r for r in records if r.robot_failure]
+    follow_ups = [r for r in records if r.request.follow_up is not None]
+    recovery_s = _finite(r.response_time_s for r in follow_ups)
+    abandoned: dict[str, int] = defaultdict(int)
+    for r in failed:
+        if not r.followed_by:
+            abandoned[r.message.rpartition("; ")[2]] += 1
+
+    def q(p: float) -> float | None:
+        return round(float(np.percentile(recovery_s, p)), 4) if recovery_s else None
+
+    return {"robot_failures": len(failed), "follow_ups": len(follow_ups),
+            "follow_ups_succeeded": sum(r.state == TaskState.SUCCEEDED for r in follow_ups),
+            "recovery_p50_s": q(50), "recovery_p95_s": q(95), "abandoned": dict(sorted(abandoned.items()))}
 
 
 def terminal_counts(records: list[TaskRecord]) -> dict[str, int]:

@@ -106,6 +106,20 @@ def differences_table(rows: list[dict], title: str, n: int = 8) -> Table:
     return table
 
 
+def recovery_lines(results: dict[str, dict]) -> list[str]:
+    """One line per run on the robots' failures and the planner's follow-ups."""
+    lines = []
+    for label, per_level in results.items():
+        r = per_level.get("recovery")
+        if r is None:
+            continue
+        abandoned = ", ".join(f"{n} {why}" for why, n in r["abandoned"].items()) or "none"
+        lines.append(f"{label:15s} robot failures {r['robot_failures']}: {r['follow_ups']} follow-ups, "
+                     f"{r['follow_ups_succeeded']} succeeded; failure -> follow-up's first action p50 "
+                     f"{_fmt(r['recovery_p50_s'])} s, p95 {_fmt(r['recovery_p95_s'])} s; abandoned: {abandoned}")
+    return lines
+
+
 def _median(values: list[float]) -> float | None:
     finite = [v for v in values if math.isfinite(v)]
     return statistics.median(finite) if finite else None

@@ -77,12 +77,13 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
              tokenizer: Tokenizer | None = None, progress: Callable[[float], None] | None = None,
              on_status: Callable[[StatusUpdate], None] | None = None,
              engine: Engine | None = None, plans: dict[str, str] | None = None,
-             warm_up: bool = False) -> SimulationResult:
+             warm_up: bool = False, fail_rates: dict[str, float] | None = None) -> SimulationResult:
     """Run the whole workload to the end; every task ends in a terminal state. `engine`: a
     real engine to reuse across runs (reset here, and its skill-set prompts warmed up);
     default: a new `sim` engine. `plans`: task id -> plan for the sim engine to replay instead
     of the trace's (e.g. what a real engine generated, to check the sim's timing). `warm_up`:
-    start with every skill set's shared prompt cached (always so for a real engine)."""
+    start with every skill set's shared prompt cached (always so for a real engine).
+    `fail_rates`: robots fail calls on purpose (catalog/faults.py)."""
     by_id = check_workload(workload, traces, config)
     clock = VirtualClock()
     events = EventQueue()
@@ -91,7 +92,7 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
     else:
         engine.reset(clock)
     recorded = engine.needs_recorded_plan
-    times = CallTimeSource(seed)
+    times = CallTimeSource(seed, fail_rates)
     statuses = 0
 
     def count_status(update: StatusUpdate) -> None:

@@ -34,6 +34,7 @@ from llm_planner.domain.tasks import (
 from llm_planner.engine.base import Engine, EngineError, GenerationRequest, TokenOutput
 from llm_planner.planning.intake import instruction_problem
 from llm_planner.planning.prompts import plan_request, shared_request
+from llm_planner.planning.replan import Failure, describe, failure_of, follow_up_request, refusal, replanned_message
 from llm_planner.planning.segment_lengths import make_segment_lengths
 from llm_planner.planning.segmenter import Segment, Segmenter, make_segmenter, split_segments
 from llm_planner.sched.batch import BatchController
@@ -411,8 +412,7 @@ class Planner:
         robot_free_moved = self.dispatcher.finished(gen.record, gen.robot, index, call_times_s, t)
         segment = gen.record.segments[index]
         if not success:
-            self._finish(gen, TaskState.FAILED, f"robot {gen.record.request.robot_id} failed segment {index}: "
-                                                f"{message or 'no reason given'}")
+            self._replan(gen, failure_of(gen.record, index, call_times_s, message, t))
             return
         gen.record.account_segment(segment)
         robot_type = gen.record.request.robot_type
@@ -421,6 +421,24 @@ class Planner:
         if robot_free_moved:
             self._refresh_queued(gen)
         self._maybe_complete(gen)
+
+    def _replan(self, gen: PlanGeneration, failure: Failure) -> None:
+        """The task fails; when its robot failed a call (and not the link: a timeout, a lost
+        result), it gets an error follow-up if it may."""
+        request = gen.record.request
+        what = describe(request.robot_id, failure)
+        if not failure.call:
+            self._finish(gen, TaskState.FAILED, what)
+            return
+        gen.record.robot_failure = what
+        why_not = refusal(gen.record, self.config.replan, failure.at_s)
+        if why_not:
+            self._finish(gen, TaskState.FAILED, f"{what}; {why_not}")
+            return
+        follow_up = follow_up_request(request, failure, self.config.replan_level, gen.skill_set)
+        gen.record.followed_by = follow_up.task_id
+        self._finish(gen, TaskState.FAILED, replanned_message(what, follow_up.task_id))
+        self.submit(follow_up)
 
     def _refresh_queued(self, gen: PlanGeneration) -> None:
         if gen.task_id in self.queue and gen.record.segments:

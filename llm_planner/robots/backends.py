@@ -5,7 +5,8 @@ goal is canceled and must end the call early; `task_id` names the task the call 
 
 - SimBackend (`sim`): waits the exec model's sampled time in real time (optionally scaled),
   drawn as a simulated run draws it (per task, in plan order, from the robot's seed), with
-  fault drills: `fail_on` (regex: matching calls fail) and `stall_on` (regex:
+  fault drills: `fail_on` (regex: matching calls fail), `fail_rate` (a failure probability
+  per skill, drawn as a simulated run draws it: catalog/faults.py) and `stall_on` (regex:
   matching calls never finish, to exercise the planner's robot timeout).
 - TelloBackend (`tello`): a DJI Tello through djitellopy's SDK commands. Movement and turns
   map to SDK commands; perception calls are answered from a configurable scene file.
@@ -27,6 +28,7 @@ import numpy as np
 import yaml
 
 from llm_planner.catalog.exec_model import ExecModel, task_rng
+from llm_planner.catalog.faults import CallFaults, failure_message, parse_fail_rates
 from llm_planner.domain.calls import SkillCall
 
 
@@ -53,7 +55,8 @@ class SimBackend:
     RECENT_TASKS = 16  # a robot runs one task's plan at a time; a few generators are enough
 
     def __init__(self, model: ExecModel, seed: int = 0, time_scale: float = 1.0,
-                 fail_on: str | None = None, stall_on: str | None = None) -> None:
+                 fail_on: str | None = None, stall_on: str | None = None,
+                 fail_rate: str | float | dict | None = None) -> None:
         if time_scale <= 0:
             raise ValueError("time_scale must be > 0")
         self.model = model
@@ -62,6 +65,7 @@ class SimBackend:
         self.time_scale = time_scale
         self.fail_on = re.compile(fail_on) if fail_on else None
         self.stall_on = re.compile(stall_on) if stall_on else None
+        self.faults = CallFaults(parse_fail_rates(fail_rate), seed, keep=self.RECENT_TASKS)
 
     def draw_s(self, call: SkillCall, task_id: str) -> float:
         """The call's simulated duration (before time_scale): the task's next draw."""
@@ -79,8 +83,8 @@ class SimBackend:
         duration = self.draw_s(call, task_id) * self.time_scale
         if cancel.wait(duration):
             return CallResult(False, time.monotonic() - start, "canceled")
-        if self.fail_on and self.fail_on.search(call.text):
-            return CallResult(False, time.monotonic() - start, f"simulated failure of {call.text}")
+        if (self.fail_on and self.fail_on.search(call.text)) or self.faults.fails(task_id, call):
+            return CallResult(False, time.monotonic() - start, failure_message(call))
         return CallResult(True, time.monotonic() - start)
 
     def close(self) -> None:
@@ -215,7 +219,7 @@ class _CallFailed(Exception):
 def make_backend(kind: str, model: ExecModel, options: dict) -> SkillBackend:
     options = dict(options)
     if kind == "sim":
-        allowed = {"seed", "time_scale", "fail_on", "stall_on"}
+        allowed = {"seed", "time_scale", "fail_on", "stall_on", "fail_rate"}
         unknown = set(options) - allowed
         if unknown:
             raise ValueError(f"sim backend: unknown options {sorted(unknown)} (allowed: {sorted(allowed)})")

@@ -4,11 +4,14 @@ It answers the SDK's text commands on a loopback control port (`ok`, a value, or
 ...`), takes as long as the profiled Tello (exec_models/tello.yaml) to answer movement
 commands, scaled by `time_scale`, and sends state packets to the client's port 8890 as the
 real drone does. Every command is recorded, so tests can check what a plan made the drone do.
+A fault drill: `fail_on` (a regex of SDK commands) makes matching flight commands stop half
+way with the drone's error answer, as a real Tello does when an obstacle stops it.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import socket
 import threading
 import time
@@ -18,8 +21,10 @@ _MOVES = {"forward", "back", "left", "right", "up", "down"}
 
 
 class TelloEmulator:
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, time_scale: float = 1.0, battery: int = 87) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, time_scale: float = 1.0, battery: int = 87,
+                 fail_on: str | None = None) -> None:
         self.time_scale = time_scale
+        self.fail_on = re.compile(fail_on) if fail_on else None
         self.battery = battery
         self.flying = False
         self.commands: list[str] = []
@@ -101,6 +106,9 @@ class TelloEmulator:
                 seconds = 0.0072 * value + 1.8144
             else:
                 seconds = 0.0165 * value + 0.784
+            if self.fail_on and self.fail_on.search(command):
+                self._wait(seconds / 2)
+                return "error Obstacle detected"
             self._wait(seconds)
             return "ok"
         if verb == "port":
@@ -127,8 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=18889, help="control port (the real drone uses 8889)")
     p.add_argument("--time-scale", type=float, default=1.0, help="0.1 = ten times faster than the drone")
+    p.add_argument("--fail-on", metavar="REGEX", help="flight commands matching it stop half way with an error "
+                                                      "(e.g. '^forward': an obstacle ahead)")
     args = p.parse_args(argv)
-    emulator = TelloEmulator(args.host, args.port, args.time_scale).start()
+    emulator = TelloEmulator(args.host, args.port, args.time_scale, fail_on=args.fail_on).start()
     print(f"Tello emulator on {args.host}:{emulator.port}; point a tello robot at it with "
           f"options {{host: {args.host}, port: {emulator.port}}}. Ctrl-C to stop.", flush=True)
     try:

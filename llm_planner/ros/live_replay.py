@@ -55,10 +55,12 @@ def _until_quiet(recorder, quiet_s: float = 0.2, limit_s: float = 2.0) -> None:
 
 def replay_live(config: PlannerConfig, name: str, workload: Workload, traces: TraceSet, record_path: Path, *,
                 start_fleet: bool, seed: int, speed: float, grace_s: float, idle_check: bool,
+                fail_rates: dict[str, float] | None = None,
                 engine: Engine | None = None, say: Callable[[str], None] = print,
                 tick: Callable[[int, int], None] | None = None) -> LiveRun:
     """One live replay under `config.policy`, recorded to `record_path`. With `start_fleet`,
-    the planner and simulated robots for the workload's agents run in this process."""
+    the planner and simulated robots for the workload's agents run in this process, failing
+    calls at `fail_rates` (catalog/faults.py)."""
     from llm_planner.domain.names import TASKS_TOPIC
     from llm_planner.ros.replay import Recorder, idle_first_actions, replay
     from llm_planner.ros.spin import spin_node
@@ -74,7 +76,8 @@ def replay_live(config: PlannerConfig, name: str, workload: Workload, traces: Tr
                 traces_file = Path("out") / f"{name}-traces.yaml"
                 traces_file.parent.mkdir(parents=True, exist_ok=True)
                 save(traces, traces_file)
-                fleet_config = fleet_for_agents(agent_types(workload, traces), seed=seed)
+                fleet_config = fleet_for_agents(agent_types(workload, traces), seed=seed,
+                                                **({"fail_rate": fail_rates} if fail_rates else {}))
                 fleet = Fleet(config, fleet_config, traces=[str(traces_file)], engine=engine).start()
                 if fleet.unreachable:
                     raise RuntimeError(f"robots did not come up: {fleet.unreachable}")

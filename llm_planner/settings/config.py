@@ -82,11 +82,20 @@ class RtlmConfig(_Strict):
                                     "this quantile of the predictor's training plans go to the lower lane (tau)")
 
 
+class ReplanConfig(_Strict):
+    max_attempts: int = Field(default=1, ge=0, description="error follow-ups the planner makes for one task when "
+                                                           "its robot fails a call (0: a failure ends the task)")
+    when_utility_lost: bool = Field(default=False, description="replan also a task that has earned no utility and "
+                                                               "can earn none any more (past its cutoff)")
+    urgency: str = Field(default="", description="the follow-up's urgency level (empty: the most urgent, the "
+                                                 "level with the shortest ert_s)")
+
+
 class VllmConfig(_Strict):
     """The real engine. `engine_args` go to vllm.EngineArgs unchanged (dtype, max_model_len,
     block_size, kv_cache_memory_bytes, tensor_parallel_size, pipeline_parallel_size, ...)."""
 
-    model: str = Field(default="smollm2-135m-instruct",
+    model: str = Field(default="smollm2-135m-planner",
                        description="the bundled model's name or a local Hugging Face model folder")
     engine_profile: str = Field(default="auto", description="timing predictions: auto (this model, dtype and "
                                                             "CPU class) or a profile's name")
@@ -129,6 +138,7 @@ class PlannerConfig(_Strict):
                                        "(config/predictor/<vllm.model>.pt) or a checkpoint's path")
     features: FeaturesConfig = FeaturesConfig()
     rtlm: RtlmConfig = RtlmConfig()
+    replan: ReplanConfig = ReplanConfig()
 
     @model_validator(mode="after")
     def _unique_levels(self) -> PlannerConfig:
@@ -137,7 +147,16 @@ class PlannerConfig(_Strict):
             raise ValueError("at least one urgency level is required")
         if len(set(names)) != len(names):
             raise ValueError(f"urgency level names must be unique: {names}")
+        if self.replan.urgency and self.replan.urgency not in names:
+            raise ValueError(f"replan.urgency {self.replan.urgency!r} is not an urgency level ({names})")
         return self
+
+    @property
+    def replan_level(self) -> UrgencyLevel:
+        """The urgency level of the planner's error follow-ups."""
+        if self.replan.urgency:
+            return self.level(self.replan.urgency)
+        return min(self.urgency_levels, key=lambda lvl: (lvl.ert_s, -lvl.beta))
 
     def level(self, index_or_name: int | str) -> UrgencyLevel:
         if isinstance(index_or_name, int):

@@ -22,10 +22,14 @@ from pathlib import Path
 from typing import Callable
 
 from llm_planner.catalog.skills import SkillSet, load_skill_set
+from llm_planner.catalog.tokenizer import load_tokenizer
 from llm_planner.planning.plan_check import check_generated_plan
 from llm_planner.planning.task_check import TaskNeeds, check_task
 
 SKILL_SETS = {"minispec_drone": "tello", "minispec_arm": "indy7", "python_arm": "fltrnn_arm"}  # -> robot type
+# A task whose plan is longer than this (the planner's default `vllm.max_plan_tokens`) is not
+# written: no model could answer it within the planner's limit.
+PLAN_TOKEN_LIMIT = 96
 
 DRONE_THINGS = ["door", "window", "chair", "table", "person", "dog", "cat", "bicycle", "car", "tree", "bench", "lamp",
                 "tv", "sofa", "shelf", "clock", "cup", "bottle", "backpack", "umbrella", "plant", "box", "ladder",
@@ -39,7 +43,8 @@ ARM_PLACES = ["bowl", "box", "tray", "bin", "basket", "plate", "crate", "drawer"
 
 
 # --------------------------------------------------------------------------- actions
-# An action is a tuple: ("move", direction, cm), ("turn", "cw"|"ccw", degrees), ("goto", obj),
+# An action is a tuple: ("move", direction, cm), ("turn", "cw"|"ccw", degrees[, "any": the task
+# names no direction, so a plan may turn either way]), ("goto", obj),
 # ("photo",), ("wait", s), ("say", text), ("pick", obj), ("place", place), ("repeat", n, body),
 # ("if_found", obj, body), ("if_holding", body), ("for_each", [objs], body) where body uses VAR.
 VAR = "\x00obj"
@@ -128,7 +133,7 @@ def needed_skills(skill_set: SkillSet, actions: list) -> list[str]:
         if kind == "move":
             add(_MOVE[a[1]])
         elif kind == "turn":
-            add("tc|tu" if a[1] == "either" else ("tc" if a[1] == "cw" else "tu"))
+            add("tc|tu" if a[-1] == "any" else ("tc" if a[1] == "cw" else "tu"))
         elif kind == "goto":
             add("g")
         elif kind == "photo":
@@ -294,17 +299,17 @@ def _photos(rng, scene, absent):
 
 def _directions(rng, scene, absent):
     n = rng.choice([2, 3, 4, 6, 8])
-    return {"n": str(n)}, [("repeat", n, [("photo",), ("turn", "cw", 360 // n)])]
+    return {"n": str(n)}, [("repeat", n, [("photo",), ("turn", "cw", 360 // n, "any")])]
 
 
 def _square(rng, scene, absent):
     words, cm = _distance(rng)
-    return {"dist": words}, [("repeat", 4, [("move", "forward", cm), ("turn", "cw", 90)])]
+    return {"dist": words}, [("repeat", 4, [("move", "forward", cm), ("turn", "cw", 90, "any")])]
 
 
 def _spins(rng, scene, absent):
     words, n = _count(rng)
-    return {"n": words}, [("repeat", n, [("turn", "cw", 360)])]
+    return {"n": words}, [("repeat", n, [("turn", "cw", 360, "any")])]
 
 
 def _search_photo(rng, scene, absent):
@@ -318,12 +323,12 @@ def _absent_goto(rng, scene, absent):
 
 
 def _look_around(rng, scene, absent):
-    return {}, [("repeat", 4, [("turn", "cw", 90), ("photo",)])]
+    return {}, [("repeat", 4, [("turn", "cw", 90, "any"), ("photo",)])]
 
 
 def _patrol(rng, scene, absent):
     words, cm = _distance(rng)
-    return {"dist": words}, [("repeat", 4, [("move", "forward", cm), ("turn", "ccw", 90)])]
+    return {"dist": words}, [("repeat", 4, [("move", "forward", cm), ("turn", "ccw", 90, "any")])]
 
 
 def _greet(rng, scene, absent):
@@ -569,6 +574,7 @@ def build_corpus(per_template: int = 50, seed: int = 0) -> list[CorpusRow]:
     each checked: the plan is valid and does its task by its own needs."""
     rng = random.Random(seed)
     skill_sets = {name: load_skill_set(name) for name in SKILL_SETS}
+    tokenizer = load_tokenizer()
     rows: list[CorpusRow] = []
     for template in TEMPLATES:
         for name in template.skill_sets:
@@ -589,6 +595,8 @@ def build_corpus(per_template: int = 50, seed: int = 0) -> list[CorpusRow]:
                     continue
                 seen.add(task_input)
                 plan = render_plan(skill_set, actions)
+                if len(tokenizer.encode(plan).ids) >= PLAN_TOKEN_LIMIT:
+                    continue
                 needs = TaskNeeds(tuple(needed_skills(skill_set, actions)), tuple(named_objects(actions)))
                 check = check_generated_plan(skill_set, task_input, plan)
                 if not check.valid or not check_task(skill_set, plan, needs).does_task:

@@ -15,7 +15,7 @@ Rows (MAE in tokens and Spearman against the plans' real token counts):
   (transformers; a forward pass per task, minutes on a CPU): what the model itself "knows"
   before it writes the plan.
 
-Usage: python scripts/investigations/predictor_ceiling.py [SAMPLES] [--hidden] [--json OUT]
+Usage: python scripts/investigations/predictor_ceiling.py [SAMPLES] [--checkpoint PT] [--hidden] [--json OUT]
 (SAMPLES: plans collected by `llm-planner predictor collect`, default the committed ones.)
 """
 
@@ -84,7 +84,8 @@ def cross_validated(choices, fit_predict, n: int, y: np.ndarray) -> object:
 
 
 def kind(sample: PlanSample) -> str:
-    return sample.task_id.rsplit("-", 1)[0]  # corpus ids: <robot>-<kind>-<number>
+    # plan corpus ids: <robot>-<kind>-<number>; tuning corpus ids: <skill set>/<template>/<number>
+    return sample.task_id.rsplit("/" if "/" in sample.task_id else "-", 1)[0]
 
 
 def hidden_states(samples: list[PlanSample]) -> tuple[np.ndarray, float]:
@@ -115,6 +116,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("samples", nargs="?", default=str(COMMITTED_SAMPLES))
     parser.add_argument("--hidden", action="store_true", help="also the model's own hidden state (slow)")
+    parser.add_argument("--checkpoint", default=str(data_path("config", "predictor", "smollm2-135m-instruct.pt")),
+                        help="the predictor whose row is shown (default: the base model's)")
     parser.add_argument("--json")
     args = parser.parse_args()
     samples = read_samples(args.samples)
@@ -129,7 +132,7 @@ def main() -> None:
     rows["training mean"] = np.full(len(new), np.exp(y_fit).mean())
     n_words = lambda ss: np.asarray([task_features(s.task_input).words for s in ss])  # noqa: E731
     rows["linear in input length"] = np.polyval(np.polyfit(n_words(fit), np.exp(y_fit), 1), n_words(new))
-    checkpoint = LengthPredictor.load(data_path("config", "predictor", "smollm2-135m-instruct.pt"))
+    checkpoint = LengthPredictor.load(args.checkpoint)
     rows["committed predictor (MLP)"] = np.asarray(
         [p.tokens for p in checkpoint.predict_many([s.skill_set for s in new], [s.task_input for s in new])])
     penalty = cross_validated([0.3, 1, 3, 10, 30, 100, 300],
