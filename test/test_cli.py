@@ -44,7 +44,15 @@ def test_compare_preset_and_errors(tmp_path, capsys):
     assert lrtrace_main(["compare", "wid3", "--policies", "vllm", "--ablation", "--duration", "15", "--json", str(out),
                          "--no-plots", "--quiet"]) == 0
     assert list(json.loads(out.read_text())) == ["vllm", "timely -hold", "timely -shrink", "timely -keep-running",
-                                                 "timely predictor=auto", "recorded traces"]
+                                                 "timely -bound-wait", "timely predictor=auto", "recorded traces"]
+    # --speed 3: the workload's arrivals three times as fast
+    slow, fast = tmp_path / "slow.json", tmp_path / "fast.json"
+    for path, speed in ((slow, "1"), (fast, "3")):
+        assert lrtrace_main(["compare", "wid1", "--policies", "fcfs", "--duration", "30", "--speed", speed,
+                             "--json", str(path), "--no-plots", "--quiet"]) == 0
+    tasks = [json.loads(p.read_text())["fcfs"]["all"]["tasks"] for p in (slow, fast)]
+    assert tasks[1] > 2 * tasks[0]  # the first 30 s hold three times the arrivals
+    assert lrtrace_main(["compare", "wid1", "--speed", "0", "--no-plots", "--quiet"]) == 2
     assert lrtrace_main(["compare", "wid9", "--no-plots", "--quiet"]) == 2
     assert lrtrace_main(["compare", "wid1", "--policies", "timely,lifo", "--no-plots", "--quiet"]) == 2
     assert "unknown policies" in capsys.readouterr().err

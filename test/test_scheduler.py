@@ -1,3 +1,4 @@
+import math
 import random
 
 import pytest
@@ -63,6 +64,28 @@ def test_resumed_segment_with_slack_waits_for_new_first_segment():
     assert q.best(0.0).gen_id == "new"
 
 
+def test_a_segment_lost_for_the_bound_goes_before_newer_ones_of_its_level():
+    """PUD alone serves a lost segment only when nothing that can earn utility waits; with
+    lost_wait_s it goes first once lost that long, the longest lost first, but never before a
+    more important segment that can still earn utility."""
+    plain, bounded = PudQueue(), PudQueue(lost_wait_s=5.0)
+    for q in (plain, bounded):
+        q.push(entry("lost-late", NORMAL, ref=-19.0))  # lost since about -17.7
+        q.push(entry("lost-early", NORMAL.resumed(), ref=-30.0))  # TUF_1: lost since about -29.7
+        q.push(entry("lost-recently", NORMAL, ref=-3.0))  # lost since about -1.7: within the bound
+        q.push(entry("fresh", NORMAL, ref=0.0))
+    assert plain.best(0.0).gen_id == "fresh"
+    assert [bounded.pop_best(0.0).gen_id for _ in range(2)] == ["lost-early", "lost-late"]
+    assert bounded.pop_best(0.0).gen_id == "fresh"  # the last lost one has waited under 5 s
+    assert bounded.pop_best(0.0).gen_id == "lost-recently"
+    bounded.push(entry("lost", NORMAL, ref=-30.0))
+    bounded.push(entry("urgent", URGENT, ref=0.0))
+    assert bounded.pop_best(0.0).gen_id == "urgent"  # more important and can still earn utility
+    bounded.push(entry("urgent-lost", URGENT, ref=-1.0))  # lost, though for under 5 s
+    assert bounded.pop_best(0.0).gen_id == "lost"
+    assert PudQueue.lost_since_s(entry("e", NORMAL, ref=0.0, g=0.2)) == pytest.approx(1.3)
+
+
 def test_static_queues_keep_first_segment_priority():
     fcfs, edf = StaticQueue("arrival"), StaticQueue("first_deadline")
     older_normal = entry("normal", NORMAL.resumed(), ref=5.0, arrival=0.0, first_ert=1.0)  # resumed, arrived first
@@ -106,9 +129,12 @@ def test_push_replaces_and_remove_is_idempotent():
 def test_policies_resolve_to_what_the_planner_does():
     from llm_planner.settings.config import FeaturesConfig
 
-    on, off = FeaturesConfig(), FeaturesConfig(keep_running=False, hold=False, shrink=False)
+    on, off = FeaturesConfig(), FeaturesConfig(keep_running=False, hold=False, shrink=False, bound_wait=False)
     timely = get_policy("timely").behaviour(on)
     assert timely.streams_segments and timely.preemptive and not timely.pauses_after_segment
+    assert timely.lost_wait_s == on.lost_wait_s and get_policy("timely").make_queue(timely).lost_wait_s == 10.0
+    assert get_policy("timely").behaviour(off).lost_wait_s == math.inf
+    assert get_policy("timelyllm-paper").behaviour(on).lost_wait_s == math.inf  # the paper has no bound
     assert timely.holds_segments and timely.shrinks_batch and timely.predicted_lengths
     ablated = get_policy("timely").behaviour(off)  # the ablation's switches turn timely into the paper's mechanics
     assert ablated.pauses_after_segment and not ablated.holds_segments and not ablated.shrinks_batch

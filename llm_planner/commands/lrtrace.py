@@ -23,7 +23,7 @@ def cmd_compare(args) -> int:
     config = planner_config(args)
     policies = parse_policies(args.policies)
     runs_of = variants(policies, config, args.ablation)
-    source = resolve_workload(args.workload, args.traces, config, args.duration)
+    source = resolve_workload(args.workload, args.traces, config, args.duration, args.speed)
     engine = None
     if config.engine == "vllm":
         from llm_planner.domain.clock import VirtualClock
@@ -149,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default: the config's engine)")
         p.add_argument("--model", help="with --engine vllm: a local Hugging Face model folder (default: config)")
         p.add_argument("--duration", type=float, help="only the jobs arriving in the first N seconds")
+        p.add_argument("--speed", type=float, default=1.0,
+                       help="arrivals N times as fast (the workload's trigger times divided by N)")
         p.add_argument("--fail-rate", type=fail_rates, metavar="RATES",
                        help="robots fail calls on purpose: a probability per skill (mf=0.1,g=0.05) or one for "
                             "every skill (0.05), drawn from the seed; the planner replans (config replan)")

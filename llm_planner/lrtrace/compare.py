@@ -27,9 +27,10 @@ class WorkloadSource:
     for_seed: Callable[[int], Workload]
     traces: TraceSet
     duration_s: float | None = None  # only the jobs arriving in the first this many seconds
+    speed: float = 1.0  # arrivals this many times as fast (the workload's trigger times divided)
 
     def workload(self, seed: int) -> Workload:
-        return cut(self.for_seed(seed), self.duration_s)
+        return cut(sped_up(self.for_seed(seed), self.speed), self.duration_s)
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,12 @@ def parse_policies(text: str) -> list[str]:
 
 
 def resolve_workload(spec: str, traces_path: str | None, config: PlannerConfig,
-                     duration_s: float | None = None) -> WorkloadSource:
+                     duration_s: float | None = None, speed: float = 1.0) -> WorkloadSource:
     """A workload file (LRTrace's format or the TimelyLLM artifact's) or a preset name."""
     if duration_s is not None and duration_s <= 0:
         raise ValueError("--duration must be > 0")
+    if not speed > 0:
+        raise ValueError("--speed must be > 0")
     path = Path(spec)
     if path.is_file():
         workload, _ = load_workload(path)
@@ -81,13 +84,22 @@ def resolve_workload(spec: str, traces_path: str | None, config: PlannerConfig,
             traces = preset_traces(load_preset(workload.preset))
         else:
             raise ValueError(f"{spec}: give the trace set with recorded plans: --traces T")
-        return WorkloadSource(workload.name, lambda seed: workload, traces, duration_s)
+        return WorkloadSource(workload.name, lambda seed: workload, traces, duration_s, speed)
     if spec not in list_presets():
         raise ValueError(f"{spec!r} is neither a workload file nor a preset ({', '.join(list_presets())})")
     preset = load_preset(spec)
     traces = load_traces(traces_path) if traces_path else preset_traces(preset)
     means = mean_exec_times(traces, config.robot_types)
-    return WorkloadSource(preset.name, lambda seed: compose_preset(preset, seed, traces, means), traces, duration_s)
+    return WorkloadSource(preset.name, lambda seed: compose_preset(preset, seed, traces, means), traces, duration_s,
+                          speed)
+
+
+def sped_up(workload: Workload, speed: float) -> Workload:
+    """The workload with its arrivals `speed` times as fast (its trigger times divided)."""
+    if speed == 1.0:
+        return workload
+    jobs = [j.model_copy(update={"arrival_s": j.arrival_s / speed}) for j in workload.jobs]
+    return workload.model_copy(update={"jobs": jobs, "duration_s": workload.duration_s / speed})
 
 
 def cut(workload: Workload, duration_s: float | None) -> Workload:
@@ -106,7 +118,7 @@ def variants(policies: list[str], config: PlannerConfig, ablation: bool) -> list
     switched off, and with the other segment-length estimate."""
     runs = [Variant(p, p, config) for p in policies]
     if ablation:
-        for feature in ("hold", "shrink", "keep_running"):
+        for feature in ("hold", "shrink", "keep_running", "bound_wait"):
             features = config.features.model_copy(update={feature: False})
             label = f"timely -{feature.replace('_', '-')}"
             runs.append(Variant(label, "timely", config.model_copy(update={"features": features})))

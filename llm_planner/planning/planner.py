@@ -101,7 +101,6 @@ class Planner:
         self.clock = clock
         self.on_status = on_status
         self.exec_stat = config.exec_estimate
-        self.queue = policy.make_queue()
         # vLLM baselines admit greedily and never preempt, as vLLM's FCFS scheduler does.
         # A generation leaves the batch after a segment until its robot needs more: always in
         # the paper; with keep_running never by itself, only when the batch controller needs
@@ -110,6 +109,7 @@ class Planner:
         # +0.3 ms on 22 ms on the RTX 4090), while a pause costs a resume and, behind a queue,
         # risks a late one that leaves the robot waiting.
         self.behaviour = behaviour = policy.behaviour(config.features, config.batch.latency_guided)
+        self.queue = policy.make_queue(behaviour)
         self.batch = BatchController(config.batch, engine,
                                      latency_guided=behaviour.latency_guided, preemptive=behaviour.preemptive,
                                      shrink=behaviour.shrinks_batch,

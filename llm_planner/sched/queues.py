@@ -13,6 +13,10 @@ next?" at a given time without rebuilding or re-sorting itself:
   start D = ref + ERT - G: on-time entries (D > now) rank by smallest D, late ones by largest D
   (least decayed). So each class is a list sorted by D and only the entries next to `now`
   (plus the oldest, for ties at zero utility) can be best: O(classes x log n) per decision.
+  PUD alone lets a segment whose utility is lost wait as long as anything with utility left
+  arrives; with `lost_wait_s` (timely's bound_wait), a segment lost for that long goes before
+  all others, the longest lost first, but for a more important one (larger beta) that can still
+  earn utility. Within a class the longest lost is the first entry.
 
 Ties in priority (zero above all: segments that can no longer earn utility) go to the more
 important TUF (larger beta: an urgent task before a normal one), then to the earlier deadline,
@@ -155,9 +159,10 @@ def rank(priority: float, entry: QueueEntry) -> tuple[float, float, float, int]:
 class PudQueue(ReadyQueue):
     """TimelyLLM's PUD order, exact, without re-evaluating every entry (see module doc)."""
 
-    def __init__(self) -> None:
+    def __init__(self, lost_wait_s: float = math.inf) -> None:
         super().__init__()
         self._classes: dict[tuple, SortedKeyList] = {}
+        self.lost_wait_s = lost_wait_s
 
     @staticmethod
     def _class_key(entry: QueueEntry) -> tuple:
@@ -180,7 +185,27 @@ class PudQueue(ReadyQueue):
     def priority(self, entry: QueueEntry, now_s: float) -> float:
         return pud_from_latest_start(entry.tuf, entry.latest_start_s, entry.gen_time_s, now_s)
 
+    @staticmethod
+    def lost_since_s(entry: QueueEntry) -> float:
+        """From when the segment can earn no utility: it would end after its cutoff."""
+        return entry.latest_start_s + entry.tuf.cutoff_s - entry.tuf.ert_s
+
+    def _longest_lost(self, now_s: float) -> QueueEntry | None:
+        """The segment lost for longest, if it has been lost for `lost_wait_s`."""
+        firsts = [members[0] for members in self._classes.values()]
+        due = [e for e in firsts if now_s - self.lost_since_s(e) >= self.lost_wait_s]
+        return min(due, key=lambda e: (self.lost_since_s(e), e.seq), default=None)
+
     def best(self, now_s: float) -> QueueEntry | None:
+        best = self._best_by_pud(now_s)
+        if best is None or self.lost_wait_s == math.inf:
+            return best
+        starved = self._longest_lost(now_s)
+        if starved is None or (best.tuf.beta > starved.tuf.beta and self.priority(best, now_s) > 0):
+            return best  # a more important segment that can still earn utility goes first
+        return starved
+
+    def _best_by_pud(self, now_s: float) -> QueueEntry | None:
         best_entry, best_rank = None, None
         for members in self._classes.values():
             n = len(members)
@@ -236,6 +261,7 @@ class Behaviour:
     latency_guided: bool  # admit only while running deadlines hold (TimelyLLM 4.4)
     predicted_lengths: bool
     prices_whole_plans: bool  # RT-LM's pricing, offload lane and consolidation
+    lost_wait_s: float = math.inf  # a segment lost for this long goes first (PudQueue)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -250,10 +276,11 @@ class Policy:
     # What `timely` adds to the TimelyLLM paper (each can be switched off in the planner config):
     hold: bool = False
     shrink: bool = False
+    bound_wait: bool = False
 
-    def make_queue(self) -> ReadyQueue:
+    def make_queue(self, behaviour: Behaviour | None = None) -> ReadyQueue:
         if self.order == Order.PUD:
-            return PudQueue()
+            return PudQueue(behaviour.lost_wait_s if behaviour is not None else math.inf)
         return StaticQueue(self.order.value)
 
     def behaviour(self, features: FeaturesConfig, latency_guided_batches: bool = True) -> Behaviour:
@@ -268,15 +295,17 @@ class Policy:
             latency_guided=self.latency_guided and latency_guided_batches,
             predicted_lengths=self.lengths != Lengths.FIXED,
             prices_whole_plans=self.lengths == Lengths.PREDICTED_PLAN,
+            lost_wait_s=features.lost_wait_s if self.bound_wait and features.bound_wait else math.inf,
         )
 
 
 _PAPER = dict(delivery=Delivery.SEGMENTS, preemption=Preemption.AFTER_EACH_SEGMENT, latency_guided=True)
 POLICIES: dict[PolicyName, Policy] = {p.name: p for p in (
     Policy(name=PolicyName.TIMELY, order=Order.PUD, delivery=Delivery.SEGMENTS, preemption=Preemption.WHEN_NEEDED,
-           lengths=Lengths.PREDICTED, hold=True, shrink=True,
-           description="segmented generation, PUD priority, utility-aware hold/stream dispatch, no pause after a "
-                       "segment, batch shrinking, segment lengths from the configured predictor"),
+           lengths=Lengths.PREDICTED, hold=True, shrink=True, bound_wait=True,
+           description="segmented generation, PUD priority with a bound on waiting once utility is lost, "
+                       "utility-aware hold/stream dispatch, no pause after a segment, batch shrinking, segment "
+                       "lengths from the configured predictor"),
     Policy(name=PolicyName.TIMELYLLM_PAPER, order=Order.PUD, **_PAPER,
            description="the TimelyLLM paper: segmented generation, PUD priority with a fixed G per segment, "
                        "latency-guided admission, every segment streamed and the generation paused after it"),
