@@ -166,3 +166,41 @@ def test_a_failure_without_a_call_run_is_not_replanned(config, tokenizer):
     assert sorted(end) == ["a"] and end["a"].state == TaskState.FAILED
     assert end["a"].message == "robot drone1 failed segment 0: simulated failure of mu(50)"
     assert not planner.records["a"].robot_failure and not planner.records["a"].followed_by
+
+
+def test_after_a_failed_call_the_robot_awaits_the_follow_up_before_other_tasks():
+    """The follow-up continues the failed plan: a robot with other tasks waiting runs it first,
+    if it comes within FOLLOW_UP_HOLD_S; if none comes, the robot moves on."""
+    from llm_planner.dispatch.robot_queue import FOLLOW_UP_HOLD_S, RobotQueue
+
+    queue = RobotQueue(hold_s=5.0)
+    queue.add("a", 0, "a0")
+    queue.add("b", 0, "b0")
+    assert queue.pick(0.0) == "a0"
+    queue.finished(1.0, plan_ended=True, call_failed=True)
+    assert queue.pick(1.1) is None  # b waits: a's follow-up is on its way
+    queue.add("a-replan1", 0, "r0")
+    assert queue.pick(1.3) == "r0"
+    queue.finished(2.0, plan_ended=True, call_failed=True)  # the follow-up fails too
+    assert queue.current == "a-replan2" and queue.hold_ends_s() == 2.0 + FOLLOW_UP_HOLD_S
+    assert queue.pick(2.0 + FOLLOW_UP_HOLD_S - 0.01) is None
+    assert queue.pick(2.0 + FOLLOW_UP_HOLD_S) == "b0"  # no follow-up came (attempts used): b runs
+
+
+def test_a_follow_up_overtakes_the_robots_other_waiting_tasks(config, tokenizer):
+    """Through the planner: b is queued behind a on the same robot; a's call fails, and its
+    follow-up runs before b."""
+    b = TaskRequest("b", "drone1", "tello", "Scene: [door]. Take a photo.", "normal", Tuf(1, 1, 1.5), 0.0, "tp();")
+
+    def submit_b_once_a_runs(planner):
+        started = [seg for seg in planner.records["a"].segments if seg.started_s == seg.started_s]
+        if started and "b" not in planner.records:
+            planner.submit(b)
+
+    planner, _ = run_planner(config, tokenizer, [task()], times=FailsOnce("a", "mf(50)"),
+                             each_step=submit_b_once_a_runs)
+    failed = next(seg for seg in planner.records["a"].segments if "mf(50)" in seg.call_texts)
+    assert planner.records["b"].segments[0].dispatched_s < failed.finished_s  # b waited on the robot
+    follow, other = planner.records["a-replan1"], planner.records["b"]
+    assert follow.state == other.state == TaskState.SUCCEEDED
+    assert follow.segments[0].started_s < other.segments[0].started_s

@@ -138,7 +138,8 @@ class SimRobots:
 
         def finished() -> None:
             robot.busy = False
-            robot.queue.finished(end, plan_ended=segment.last or failed is not None or task_id in self._canceled)
+            robot.queue.finished(end, plan_ended=segment.last or failed is not None or task_id in self._canceled,
+                                 call_failed=failed is not None)
             if task_id not in self._canceled:
                 self._planner.segment_finished(task_id, index, failed is None, durations, message, end)
             self._next(robot_id, end)

@@ -3,6 +3,8 @@ robot's action and node, and the ids LRTrace gives the robots and tasks of a wor
 
 from __future__ import annotations
 
+import re
+
 TASKS_TOPIC = "/llm_planner/tasks"
 STATUS_TOPIC = "/llm_planner/status"
 
@@ -29,3 +31,12 @@ def job_task_id(job_id: int) -> str:
 def follow_up_task_id(root_task_id: str, attempt: int) -> str:
     """The planner's `attempt`-th error follow-up of a task."""
     return f"{root_task_id}-replan{attempt}"
+
+
+def next_follow_up_id(task_id: str) -> str:
+    """The id the error follow-up of `task_id` gets, should its robot fail a call of it."""
+    match = _FOLLOW_UP.match(task_id)
+    return follow_up_task_id(match["root"], int(match["n"]) + 1) if match else follow_up_task_id(task_id, 1)
+
+
+_FOLLOW_UP = re.compile(r"^(?P<root>.+)-replan(?P<n>\d+)$")

@@ -182,7 +182,9 @@ class RobotServer(Node):
             with self._cond:
                 self._running = None
                 plan_ended = job.goal_handle.request.last or not ran.result.success
-                self._queue.finished(time.monotonic(), plan_ended)
+                # a call that ran and failed (not a cancel): the planner's follow-up comes next
+                call_failed = not ran.result.success and not job.cancel.is_set() and bool(ran.result.call_times_s)
+                self._queue.finished(time.monotonic(), plan_ended, call_failed)
                 ready_next = next((j for j in self._queue.items()
                                    if (j.task_id, j.index) == (job.task_id, job.index + 1)), None)
             if ready_next is not None and ran.result.success and ran.starts:
