@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import math
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -144,6 +144,25 @@ def task_rng(seed: int, task_id: str) -> np.random.Generator:
     a task's calls from it in plan order, so with the same seed they take the same times."""
     digest = hashlib.sha256(f"{seed}/{task_id}".encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+class TaskGenerators:
+    """Each task's generator (`task_rng` of `seed` and the task id + `salt`), made at its first
+    draw and kept for its next ones; with `keep`, only the most recently used tasks' (a robot
+    runs one task at a time), else every task's."""
+
+    def __init__(self, seed: int, salt: str = "", keep: int | None = None) -> None:
+        self.seed = seed
+        self.salt = salt
+        self.keep = keep
+        self._rngs: OrderedDict[str, np.random.Generator] = OrderedDict()
+
+    def __call__(self, task_id: str) -> np.random.Generator:
+        rng = self._rngs.pop(task_id, None) or task_rng(self.seed, task_id + self.salt)
+        self._rngs[task_id] = rng
+        while self.keep is not None and len(self._rngs) > self.keep:
+            self._rngs.popitem(last=False)
+        return rng
 
 
 @lru_cache(maxsize=None)

@@ -8,11 +8,7 @@ run with the same seed fail the same calls, and the failures leave the times unc
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
-import numpy as np
-
-from llm_planner.catalog.exec_model import task_rng
+from llm_planner.catalog.exec_model import TaskGenerators
 from llm_planner.domain.calls import SkillCall
 
 ANY_SKILL = "*"
@@ -48,15 +44,9 @@ class CallFaults:
     """Draws which calls fail (see the module's doc)."""
 
     def __init__(self, rates: dict[str, float], seed: int, keep: int | None = None) -> None:
-        """`keep`: the generators of this many recent tasks (a robot runs one task at a time);
-        None keeps every task's."""
+        """`keep`: the generators of this many recent tasks (TaskGenerators)."""
         self.rates = rates
-        self.seed = seed
-        self.keep = keep
-        self._rngs: OrderedDict[str, np.random.Generator] = OrderedDict()
-
-    def __bool__(self) -> bool:
-        return any(p > 0 for p in self.rates.values())
+        self._rngs = TaskGenerators(seed, "#faults", keep)
 
     def rate(self, skill: str) -> float:
         return self.rates.get(skill, self.rates.get(ANY_SKILL, 0.0))
@@ -64,10 +54,4 @@ class CallFaults:
     def fails(self, task_id: str, call: SkillCall) -> bool:
         """The task's next call (in plan order) fails."""
         rate = self.rate(call.skill)
-        if rate <= 0.0:
-            return False
-        rng = self._rngs.pop(task_id, None) or task_rng(self.seed, f"{task_id}#faults")
-        self._rngs[task_id] = rng
-        while self.keep is not None and len(self._rngs) > self.keep:
-            self._rngs.popitem(last=False)
-        return bool(rng.random() < rate)
+        return rate > 0.0 and bool(self._rngs(task_id).random() < rate)

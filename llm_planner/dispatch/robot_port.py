@@ -10,9 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
-import numpy as np
-
-from llm_planner.catalog.exec_model import ExecModel, task_rng
+from llm_planner.catalog.exec_model import ExecModel, TaskGenerators
 from llm_planner.catalog.faults import CallFaults, failure_message
 from llm_planner.catalog.skills import SkillSet
 from llm_planner.dispatch.robot_queue import RobotQueue
@@ -47,16 +45,10 @@ class CallTimeSource:
         self.faults = CallFaults(fail_rates or {}, seed)
         self._recorded: dict[str, list[float]] = {}
         self._consumed: dict[str, int] = {}
-        self._rngs: dict[str, np.random.Generator] = {}
+        self._rngs = TaskGenerators(seed)
 
     def set_recorded(self, task_id: str, seconds: list[float]) -> None:
         self._recorded[task_id] = list(seconds)
-
-    def _rng(self, task_id: str) -> np.random.Generator:
-        rng = self._rngs.get(task_id)
-        if rng is None:
-            rng = self._rngs[task_id] = task_rng(self.seed, task_id)
-        return rng
 
     def times(self, task_id: str, segment: DispatchedSegment, model: ExecModel) -> list[float]:
         recorded = self._recorded.get(task_id, [])
@@ -64,7 +56,7 @@ class CallTimeSource:
         for call in segment.calls:
             i = self._consumed.get(task_id, 0)
             self._consumed[task_id] = i + 1
-            out.append(recorded[i] if i < len(recorded) else model.sample(call, self._rng(task_id)))
+            out.append(recorded[i] if i < len(recorded) else model.sample(call, self._rngs(task_id)))
         return out
 
     def failed_call(self, task_id: str, segment: DispatchedSegment) -> int | None:

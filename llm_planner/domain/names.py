@@ -28,6 +28,9 @@ def job_task_id(job_id: int) -> str:
     return f"job{job_id}"
 
 
+_FOLLOW_UP = re.compile(r"^(?P<root>.+)-replan(?P<n>\d+)$")  # follow_up_task_id's form
+
+
 def follow_up_task_id(root_task_id: str, attempt: int) -> str:
     """The planner's `attempt`-th error follow-up of a task."""
     return f"{root_task_id}-replan{attempt}"
@@ -37,6 +40,3 @@ def next_follow_up_id(task_id: str) -> str:
     """The id the error follow-up of `task_id` gets, should its robot fail a call of it."""
     match = _FOLLOW_UP.match(task_id)
     return follow_up_task_id(match["root"], int(match["n"]) + 1) if match else follow_up_task_id(task_id, 1)
-
-
-_FOLLOW_UP = re.compile(r"^(?P<root>.+)-replan(?P<n>\d+)$")

@@ -101,7 +101,9 @@ def follow_up_text(original_text: str, failure: Failure) -> str:
 def retry_plan(skill_set: SkillSet, recorded_plan: str, failure: Failure) -> str:
     """For the sim engine: the recorded plan's calls from the failed one on."""
     calls = [c.text for c in skill_set.find_calls(recorded_plan)][len(failure.done):]
-    return ("\n" if skill_set.syntax == "python" else ";").join(calls) + ("" if skill_set.syntax == "python" else ";")
+    if skill_set.syntax == "python":
+        return "\n".join(calls)
+    return "".join(f"{call};" for call in calls)
 
 
 def follow_up_request(failed: TaskRequest, failure: Failure, level: UrgencyLevel, skill_set: SkillSet) -> TaskRequest:

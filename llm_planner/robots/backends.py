@@ -19,15 +19,13 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-import numpy as np
 import yaml
 
-from llm_planner.catalog.exec_model import ExecModel, task_rng
+from llm_planner.catalog.exec_model import ExecModel, TaskGenerators
 from llm_planner.catalog.faults import CallFaults, failure_message, parse_fail_rates
 from llm_planner.domain.calls import SkillCall
 
@@ -61,7 +59,7 @@ class SimBackend:
             raise ValueError("time_scale must be > 0")
         self.model = model
         self.seed = seed
-        self._task_rngs: OrderedDict[str, np.random.Generator] = OrderedDict()
+        self._task_rngs = TaskGenerators(seed, keep=self.RECENT_TASKS)
         self.time_scale = time_scale
         self.fail_on = re.compile(fail_on) if fail_on else None
         self.stall_on = re.compile(stall_on) if stall_on else None
@@ -69,11 +67,7 @@ class SimBackend:
 
     def draw_s(self, call: SkillCall, task_id: str) -> float:
         """The call's simulated duration (before time_scale): the task's next draw."""
-        rng = self._task_rngs.pop(task_id, None) or task_rng(self.seed, task_id)
-        self._task_rngs[task_id] = rng
-        while len(self._task_rngs) > self.RECENT_TASKS:
-            self._task_rngs.popitem(last=False)
-        return self.model.sample(call, rng)
+        return self.model.sample(call, self._task_rngs(task_id))
 
     def execute(self, call: SkillCall, cancel: threading.Event, task_id: str = "") -> CallResult:
         start = time.monotonic()
