@@ -11,7 +11,15 @@ from llm_planner.commands.lrtrace_live import cmd_record, cmd_replay, cmd_report
 from llm_planner.commands.lrtrace_shared import console, planner_config, progress_bar, stdout, vllm_engine, write_json
 from llm_planner.commands.quiet import route_library_output
 from llm_planner.lrtrace import report
-from llm_planner.lrtrace.compare import compare, engine_stats_lines, parse_policies, resolve_workload, variants
+from llm_planner.lrtrace.compare import (
+    compare,
+    engine_stats_lines,
+    parse_counts,
+    parse_placements,
+    parse_policies,
+    resolve_workload,
+    variants,
+)
 from llm_planner.lrtrace.composer import compose_preset, list_presets, load_preset, mean_exec_times, preset_traces
 from llm_planner.lrtrace.formats import FormatError, save
 from llm_planner.lrtrace.load import load_traces, load_workload
@@ -22,7 +30,7 @@ from llm_planner.settings.model_file import ConfigError
 def cmd_compare(args) -> int:
     config = planner_config(args)
     policies = parse_policies(args.policies)
-    runs_of = variants(policies, config, args.ablation)
+    runs_of = variants(policies, config, args.ablation, parse_counts(args.replicas), parse_placements(args.placement))
     source = resolve_workload(args.workload, args.traces, config, args.duration, args.speed)
     engine = None
     if config.engine == "vllm":
@@ -62,7 +70,8 @@ def cmd_compare(args) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         bars = report.plot_utility_by_task(comparison.by_label(), folder / "utility_by_task.png")
         first = {label: sims[0].records for label, sims in comparison.runs.items()}
-        chosen = args.timeline_tasks.split(",") if args.timeline_tasks else report.pick_timeline_tasks(first[policies[0]])
+        chosen = (args.timeline_tasks.split(",") if args.timeline_tasks
+                  else report.pick_timeline_tasks(first[runs_of[0].label]))
         timeline = report.plot_timeline(first, chosen, folder / "timeline.png")
         out.print(f"plots: {bars}, {timeline} (timeline: seed 0, tasks {', '.join(chosen)})")
     return 0
@@ -154,6 +163,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--fail-rate", type=fail_rates, metavar="RATES",
                        help="robots fail calls on purpose: a probability per skill (mf=0.1,g=0.05) or one for "
                             "every skill (0.05), drawn from the seed; the planner replans (config replan)")
+        p.add_argument("--replicas", help="engine replicas (sim engine); compare: counts to compare, e.g. 1,2,4 "
+                                          "(default: config)")
+        p.add_argument("--placement", help="which replica a generation joins, with more than one: round-robin, "
+                                           "least-tokens or deadline; compare: several, comma-separated "
+                                           "(default: config)")
         p.add_argument("--check-sim", action="store_true",
                        help="with --engine vllm: re-simulate each run with the sim engine, the real engine's "
                             "profile and the generated plans, and print the timing error")

@@ -17,6 +17,9 @@ log = logging.getLogger(__name__)
 
 
 def make_engine(config: PlannerConfig, clock: Clock, tokenizer=None) -> Engine:
+    if config.replicas > 1:
+        raise ValueError(f"replicas: {config.replicas}: a live planner drives one engine; several replicas are "
+                         "simulated (`lrtrace compare --replicas`)")
     if config.engine == "sim":
         return make_sim_engine(config, clock, tokenizer)
     return make_vllm_engine(config, clock)

@@ -15,6 +15,7 @@ from llm_planner.lrtrace.formats import TraceSet, Workload
 from llm_planner.lrtrace.load import load_traces, load_workload
 from llm_planner.lrtrace.metrics import by_label, by_level, plan_stats, recovery, terminal_counts
 from llm_planner.lrtrace.simulate import SimulationResult, planned_units, simulate
+from llm_planner.sched.placement import PLACEMENTS
 from llm_planner.sched.queues import POLICIES
 from llm_planner.settings.config import PlannerConfig
 
@@ -58,6 +59,26 @@ class Comparison:
         """label -> (simulated seconds, wall seconds, terminal states)."""
         return {label: (sum(s.simulated_s for s in sims), sum(s.wall_s for s in sims),
                         terminal_counts(self.records(label))) for label, sims in self.runs.items()}
+
+
+def parse_counts(text: str | None) -> list[int] | None:
+    """`1,2,4` -> [1, 2, 4]."""
+    if not text:
+        return None
+    counts = [int(n) for n in text.split(",") if n.strip()]
+    if not counts or min(counts) < 1:
+        raise ValueError(f"replica counts must be positive integers, got {text!r}")
+    return counts
+
+
+def parse_placements(text: str | None) -> list[str] | None:
+    if not text:
+        return None
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in names if p not in PLACEMENTS]
+    if unknown or not names:
+        raise ValueError(f"unknown placements {unknown}; choose from {', '.join(PLACEMENTS)}")
+    return names
 
 
 def parse_policies(text: str) -> list[str]:
@@ -113,10 +134,21 @@ def cut(workload: Workload, duration_s: float | None) -> Workload:
     return workload.model_copy(update={"jobs": jobs, "duration_s": min(workload.duration_s, duration_s)})
 
 
-def variants(policies: list[str], config: PlannerConfig, ablation: bool) -> list[Variant]:
+def variants(policies: list[str], config: PlannerConfig, ablation: bool, replicas: list[int] | None = None,
+             placements: list[str] | None = None) -> list[Variant]:
     """The policies, and with `ablation`, `timely` with each of what it adds to the paper
-    switched off, and with the other segment-length estimate."""
-    runs = [Variant(p, p, config) for p in policies]
+    switched off, and with the other segment-length estimate. With `replicas` (counts) or
+    `placements`, each policy on each count of engine replicas, several of them under each
+    placement (labels `timely x2 deadline`)."""
+    if replicas or placements:
+        runs = []
+        for p in policies:
+            for n in replicas or [config.replicas]:
+                for placement in (placements or [config.placement]) if n > 1 else [config.placement]:
+                    label = f"{p} x{n} {placement}" if n > 1 else f"{p} x1"
+                    runs.append(Variant(label, p, config.model_copy(update={"replicas": n, "placement": placement})))
+    else:
+        runs = [Variant(p, p, config) for p in policies]
     if ablation:
         for feature in ("hold", "shrink", "keep_running", "bound_wait"):
             features = config.features.model_copy(update={feature: False})

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import itertools
+import math
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -27,6 +28,7 @@ from llm_planner.engine.factory import make_sim_engine
 from llm_planner.lrtrace.formats import Trace, TraceSet, Workload
 from llm_planner.lrtrace.jobs import job_request
 from llm_planner.planning.planner import Planner
+from llm_planner.planning.replicas import ReplicaSet
 from llm_planner.sched.queues import get_policy
 from llm_planner.settings.config import PlannerConfig
 
@@ -89,9 +91,15 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
     events = EventQueue()
     if engine is None:
         engine = make_sim_engine(config, clock, tokenizer)
+    elif config.replicas > 1:
+        raise ValueError("replicas of a real engine run on Ray, not in a simulation's process; "
+                         "simulate several replicas with the sim engine")
     else:
         engine.reset(clock)
     recorded = engine.needs_recorded_plan
+    if config.replicas > 1:
+        engine = ReplicaSet([engine] + [make_sim_engine(config, VirtualClock(), tokenizer)
+                                        for _ in range(config.replicas - 1)])
     times = CallTimeSource(seed, fail_rates)
     statuses = 0
 
@@ -118,7 +126,7 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
     while True:
         while events and events.next_time() <= clock.now():
             events.pop()()
-        if planner.step():
+        if planner.step(events.next_time() if events else math.inf):
             pass
         elif events:
             clock.advance_to(events.next_time())
@@ -129,8 +137,8 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
             progress(clock.now())
     if planner.active_tasks:
         raise RuntimeError(f"simulation ended with {planner.active_tasks} unfinished tasks")
-    return SimulationResult(policy, seed, workload.name, list(planner.records.values()), engine.stats,
-                            clock.now(), time.perf_counter() - wall0, statuses, planner.batch.deferred)
+    return SimulationResult(policy, seed, workload.name, list(planner.records.values()), planner.replicas.stats,
+                            clock.now(), time.perf_counter() - wall0, statuses, planner.deferred_admissions)
 
 
 def planned_units(records: list[TaskRecord], config: PlannerConfig) -> dict[str, int]:

@@ -7,7 +7,9 @@ at once, or is held back while streaming it would leave the robot waiting later 
 dispatch/release.py). Under the paper's policy the generation then leaves the batch (its
 context stays in the engine) and re-enters the ready queue with TUF_1, referenced to the
 estimated end of the segment's execution; `timely` keeps it running. Robot reports drive the
-utility accounting and the final status.
+utility accounting and the final status. With several engine replicas (planning/replicas.py)
+each has its own batch controller, and a placement policy (sched/placement.py) puts each
+generation on one.
 """
 
 from __future__ import annotations
@@ -35,10 +37,12 @@ from llm_planner.engine.base import Engine, EngineError, GenerationRequest, Toke
 from llm_planner.planning.intake import instruction_problem
 from llm_planner.planning.prompts import plan_request, shared_request
 from llm_planner.planning.replan import Failure, describe, failure_of, follow_up_request, refusal, replanned_message
+from llm_planner.planning.replicas import Replica, ReplicaSet
 from llm_planner.planning.segment_lengths import make_segment_lengths
 from llm_planner.planning.segmenter import Segment, Segmenter, make_segmenter, split_segments
 from llm_planner.sched.batch import BatchController
-from llm_planner.sched.queues import Policy, QueueEntry, bucket_gen_time
+from llm_planner.sched.placement import Candidate, ReplicaLoad, make_placement, slot_free_s
+from llm_planner.sched.queues import Policy, QueueEntry, QueueShare, ReadyQueue, bucket_gen_time
 from llm_planner.settings.config import PlannerConfig
 
 log = logging.getLogger(__name__)
@@ -59,6 +63,7 @@ class PlanGeneration:
     request: GenerationRequest
     robot: RobotWork  # what the robot was sent and when it is expected free
     in_engine: bool = False
+    replica: int | None = None  # the engine replica it is placed on (its context is there while in_engine)
     run_started_s: float = math.nan
     seg_tokens: int = 0  # tokens generated since the last segment boundary
     tokens: int = 0  # tokens generated in all
@@ -89,15 +94,18 @@ class PlanGeneration:
 
 
 class Planner:
-    def __init__(self, config: PlannerConfig, policy: Policy, engine: Engine, clock: Clock,
+    def __init__(self, config: PlannerConfig, policy: Policy, engine: Engine | ReplicaSet, clock: Clock,
                  robots: Callable[[RobotListener], RobotPort],
                  on_status: Callable[[StatusUpdate], None] | None = None, keep_finished: int | None = None) -> None:
-        """`robots`: builds the robot port for this planner, which it reports to. `keep_finished`:
-        how many finished tasks' records to keep (the oldest go first; a long-running node's
-        memory stays bounded); None keeps all (runs that report on them)."""
+        """`engine`: one engine, or replicas of one (planning/replicas.py). `robots`: builds the
+        robot port for this planner, which it reports to. `keep_finished`: how many finished
+        tasks' records to keep (the oldest go first; a long-running node's memory stays
+        bounded); None keeps all (runs that report on them)."""
         self.config = config
         self.policy = policy
-        self.engine = engine
+        self.replicas = engine if isinstance(engine, ReplicaSet) else ReplicaSet([engine])
+        # The replicas run one model with one profile: the first stands for all in estimates.
+        self.engine = self.replicas[0].engine
         self.clock = clock
         self.on_status = on_status
         self.exec_stat = config.exec_estimate
@@ -110,10 +118,11 @@ class Planner:
         # risks a late one that leaves the robot waiting.
         self.behaviour = behaviour = policy.behaviour(config.features, config.batch.latency_guided)
         self.queue = policy.make_queue(behaviour)
-        self.batch = BatchController(config.batch, engine,
-                                     latency_guided=behaviour.latency_guided, preemptive=behaviour.preemptive,
-                                     shrink=behaviour.shrinks_batch,
-                                     consolidation=config.rtlm if behaviour.prices_whole_plans else None)
+        self.batches = [BatchController(config.batch, replica.engine, latency_guided=behaviour.latency_guided,
+                                        preemptive=behaviour.preemptive, shrink=behaviour.shrinks_batch,
+                                        consolidation=config.rtlm if behaviour.prices_whole_plans else None)
+                        for replica in self.replicas]
+        self.placement = make_placement(config.placement)
         self.records: dict[str, TaskRecord] = {}  # every task still running and the finished ones kept
         self._keep_finished = keep_finished
         self._finished: deque[str] = deque()
@@ -122,7 +131,8 @@ class Planner:
         # (robot type, skill, argument, seconds) of the latest calls, for refitting exec models
         self.exec_samples: deque[tuple[str, str, float | None, float]] = deque(maxlen=EXEC_SAMPLES_KEPT)
         self._gens: dict[str, PlanGeneration] = {}
-        self.recent_step_s = 0.0  # running mean of the engine's real iteration time (prefills included)
+        # per replica: running mean of its real iteration time (prefills included)
+        self.recent_step_s = [0.0] * len(self.replicas)
         self._types: dict[str, tuple[SkillSet, ExecModel]] = {}
         self._gen_time: dict[tuple[str, bool], float] = {}
         for name, rt in config.robot_types.items():
@@ -172,6 +182,10 @@ class Planner:
         if self.behaviour.prices_whole_plans:
             gen.plan_tokens = self.segment_lengths.plan_size(request.task_id, self.config.rtlm.uncertainty_weight)
         self._gens[request.task_id] = gen
+        if len(self.replicas) > 1 and self.placement.at_arrival:
+            now = self.clock.now()
+            loads = [self._load(r, now) for r in self.replicas]
+            self._place(gen, self.placement.choose(self._candidate(gen, now), loads))
         self.queue.push(self._next_entry(gen))
         self._emit(record, TaskState.QUEUED)
         return record
@@ -182,9 +196,13 @@ class Planner:
                             tuned=skill_set.name in self.engine.tuned_skill_sets)
 
     def warm_up(self) -> None:
-        """Have the engine cache every configured skill set's shared prompt before tasks come."""
+        """Have every engine cache every configured skill set's shared prompt before tasks come."""
+        for replica in self.replicas:
+            self._warm_up(replica.engine)
+
+    def _warm_up(self, engine: Engine) -> None:
         skill_sets = {skill_set.name: skill_set for skill_set, _ in self._types.values()}
-        self.engine.warm_up([shared_request(s, s.name in self.engine.tuned_skill_sets) for s in skill_sets.values()])
+        engine.warm_up([shared_request(s, s.name in engine.tuned_skill_sets) for s in skill_sets.values()])
 
     def reject(self, task_id: str, robot_id: str, reason: str) -> None:
         """A task refused before it became a request (bad fields): REJECTED with the reason."""
@@ -230,12 +248,13 @@ class Planner:
         constant)."""
         if not self.segment_lengths.at_current_batch:
             return self._gen_time[(gen.skill_set.name, first)]
-        running = self.engine.running
+        engine = self._engine_of(gen)
+        running = engine.running
         joins = gen.task_id not in running
         batch = len(running) + joins
-        context = sum(self.engine.context_tokens(g) for g in running) + joins * _TYPICAL_CONTEXT_TOKENS
-        step = self.engine.predict_step_s(batch, context)
-        prefill = self.engine.predict_step_s(batch, context, TYPICAL_PROMPT_TOKENS) - step if first else 0.0
+        context = sum(engine.context_tokens(g) for g in running) + joins * _TYPICAL_CONTEXT_TOKENS
+        step = engine.predict_step_s(batch, context)
+        prefill = engine.predict_step_s(batch, context, TYPICAL_PROMPT_TOKENS) - step if first else 0.0
         return bucket_gen_time(prefill + gen.expected_segment_tokens * step)
 
     def _plan_gen_time(self, gen: PlanGeneration, first: bool) -> float:
@@ -243,10 +262,16 @@ class Planner:
         prices a request by its expected length alone, not by the batch it will share)."""
         return self._solo_gen_time(gen.expected_remaining_tokens, first)
 
-    def _running_step_s(self) -> float:
-        """A decode step at the running batch and context."""
-        running = self.engine.running
-        return self.engine.predict_step_s(len(running), sum(self.engine.context_tokens(g) for g in running))
+    def _engine_of(self, gen: PlanGeneration) -> Engine:
+        """The engine the generation's context is in; not yet placed: the one with the smallest batch."""
+        if gen.replica is not None:
+            return self.replicas[gen.replica].engine
+        return min(self.replicas, key=lambda r: (len(r.engine.running), r.index)).engine
+
+    def _running_step_s(self, engine: Engine) -> float:
+        """A decode step at the engine's running batch and context."""
+        running = engine.running
+        return engine.predict_step_s(len(running), sum(engine.context_tokens(g) for g in running))
 
     def _outlook(self, gen: PlanGeneration, now: float) -> Outlook:
         """What the release decision needs: the held units' expected execution (the mean: it
@@ -254,7 +279,7 @@ class Planner:
         req = gen.record.request
         # The profile's decode step at the running batch, or what the recent iterations really
         # took if more (prompts of new arrivals prefilled between decode steps).
-        step = max(self._running_step_s(), self.recent_step_s)
+        step = max(self._running_step_s(self._engine_of(gen)), self.recent_step_s[gen.replica or 0])
         first = gen.robot.calls == 0  # nothing sent yet: the held units start the plan
         robot_free = gen.robot.expected_free_s(now)
         return Outlook(
@@ -272,46 +297,108 @@ class Planner:
     # ----------------------------------------------------------------- engine loop
     @property
     def busy(self) -> bool:
-        return bool(self.queue) or bool(self.engine.running)
+        return bool(self.queue) or self.replicas.running
 
-    def step(self) -> bool:
-        """One engine iteration; False when there was nothing to run."""
-        now = self.clock.now()
-        self._admit(now)
-        if not self.engine.running:
+    @property
+    def deferred_admissions(self) -> int:
+        return sum(batch.deferred for batch in self.batches)
+
+    def step(self, until_s: float = math.inf) -> bool:
+        """One engine iteration; False when there was nothing to run. `until_s`: the next
+        outside event (an arrival, a robot's report), which replicas running side by side do
+        not step past."""
+        self._admit(self.clock.now())
+        event = self.replicas.step(self.clock, until_s)
+        if event is None:
             return False
-        started = now
-        try:
-            result = self.engine.step()
-        except Exception as exc:  # a fault inside the engine loses its generations, not the planner
-            self._restart_engine(exc)
+        replica = event.replica
+        if event.error is not None:  # a fault inside an engine loses its generations, not the planner
+            self._restart_engine(replica, event.error)
+            return True
+        if event.result is None:
             return True
         now = self.clock.now()
-        self.recent_step_s += STEP_WEIGHT * (now - started - self.recent_step_s)
-        for out in result.outputs:
+        self.recent_step_s[replica.index] += STEP_WEIGHT * (event.elapsed_s - self.recent_step_s[replica.index])
+        for out in event.result.outputs:
             gen = self._gens.get(out.gen_id)
             if gen is not None:
                 self._on_token(gen, out, now)
         return True
 
-    def _restart_engine(self, exc: Exception) -> None:
+    def _restart_engine(self, replica: Replica, exc: Exception) -> None:
         """Fail the tasks whose generations were inside the engine (their state went with
         it), restart the engine and warm it up again; queued tasks stay queued."""
-        reason = f"engine step failed ({type(exc).__name__}: {exc}); the engine was restarted"
+        which = "the engine" if len(self.replicas) == 1 else f"engine replica {replica.index}"
+        reason = f"engine step failed ({type(exc).__name__}: {exc}); {which} was restarted"
         log.error("%s", reason, exc_info=exc)
-        inside = [gen for gen in self._gens.values() if gen.in_engine]
+        inside = [gen for gen in self._gens.values() if gen.in_engine and gen.replica == replica.index]
         for gen in inside:
             gen.in_engine = False  # nothing to release in an engine that is being replaced
+            gen.replica = None
             self._finish(gen, TaskState.FAILED, reason)
-        self.engine.restart()
-        self.warm_up()
+        replica.engine.restart()
+        self._warm_up(replica.engine)
 
     def _admit(self, now: float) -> None:
-        running = [self._gens[g] for g in self.engine.running]
-        selection = self.batch.select(self.queue, running, self._gens, now)
+        if len(self.replicas) == 1:
+            self._admit_to(self.replicas[0], self.queue, now)
+            return
+        free = [r for r in self.replicas if r.free]
+        if free:
+            shares = self._shares(now)
+            for replica in free:
+                self._admit_to(replica, shares[replica.index], now)
+
+    def _shares(self, now: float) -> list[QueueShare]:
+        """The queue split among the replicas, in its order: a generation in an engine waits
+        for its own replica; the others go where the placement policy puts them now."""
+        loads = [self._load(r, now) for r in self.replicas]
+        shares: list[list[QueueEntry]] = [[] for _ in self.replicas]
+        for entry in self.queue.in_order(now):
+            gen = self._gens[entry.gen_id]
+            if gen.replica is None:
+                candidate = self._candidate(gen, now)
+                index = self.placement.choose(candidate, loads)
+                loads[index].take(candidate)
+            else:
+                index = gen.replica
+            shares[index].append(entry)
+        return [QueueShare(self.queue, entries) for entries in shares]
+
+    def _candidate(self, gen: PlanGeneration, now: float) -> Candidate:
+        return Candidate(gen.task_id, self.engine.prompt_tokens(gen.request), gen.expected_segment_tokens,
+                         self._remaining_tokens(gen), self.queue.priority(gen.entry, now) if gen.entry else 0.0)
+
+    def _place(self, gen: PlanGeneration, index: int) -> None:
+        gen.replica = index
+        self.placement.placed(index)
+
+    @staticmethod
+    def _remaining_tokens(gen: PlanGeneration) -> float:
+        """The plan's predicted tokens still to write (without a predictor: the next segment's)."""
+        return max(1.0, sum(gen.ahead_tokens) - gen.seg_tokens)
+
+    def _load(self, replica: Replica, now: float) -> ReplicaLoad:
+        engine = replica.engine
+        placed = [g for g in self._gens.values() if g.replica == replica.index]
+        running = [self._gens[g] for g in engine.running if g in self._gens]
+        # A generation that stays in the batch between segments leaves it when its plan ends.
+        left = [max(1.0, g.expected_segment_tokens - g.seg_tokens) if self.behaviour.pauses_after_segment
+                else self._remaining_tokens(g) for g in running]
+        preemptible = ([self.queue.priority(g.entry, now) for g in running if g.entry is not None]
+                       if self.behaviour.preemptive else [])
+        return ReplicaLoad(replica.index, engine, self.config.batch.max_batch_size, len(running),
+                           sum(engine.context_tokens(g.task_id) for g in running),
+                           sum(1 for g in placed if g.task_id in self.queue),
+                           sum(self._remaining_tokens(g) for g in placed), slot_free_s(engine, left), preemptible)
+
+    def _admit_to(self, replica: Replica, queue: ReadyQueue | QueueShare, now: float) -> None:
+        engine = replica.engine
+        running = [self._gens[g] for g in engine.running]
+        selection = self.batches[replica.index].select(queue, running, self._gens, now)
         for gen, why in [(g, "preempted by a higher-priority generation") for g in selection.preempted] + \
                 [(g, "paused for a more important generation") for g in selection.shrunk]:
-            self.engine.suspend(gen.task_id)
+            engine.suspend(gen.task_id)
             self._end_run(gen, now)
             self.queue.push(gen.entry)  # same segment, same deadline; resumes where it stopped
             self._emit(gen.record, TaskState.SUSPENDED, segment_index=len(gen.record.segments), message=why)
@@ -322,10 +409,12 @@ class Planner:
             urgency = -entry.deadline_s if self.behaviour.preemptive and math.isfinite(entry.deadline_s) else 0.0
             try:
                 if gen.in_engine:
-                    self.engine.resume(gen.task_id, urgency)
+                    engine.resume(gen.task_id, urgency)
                 else:
-                    self.engine.add(gen.request, urgency)
+                    engine.add(gen.request, urgency)
                     gen.in_engine = True
+                    if gen.replica is None:
+                        self._place(gen, replica.index)
             except EngineError as exc:
                 self._finish(gen, TaskState.FAILED, f"engine error: {exc}")
                 continue
@@ -349,8 +438,7 @@ class Planner:
             record.plan = "".join(gen.text_parts)
             record.plan_done_s = now
             self._end_run(gen, now)
-            self.engine.release(gen.task_id)
-            gen.in_engine = False
+            self._release_context(gen)
             if self.behaviour.streams_segments:
                 tail = gen.segmenter.flush()
                 if tail is not None:
@@ -369,7 +457,7 @@ class Planner:
         elif segments:
             entry = self._next_entry(gen)
             if self.behaviour.pauses_after_segment:
-                self.engine.suspend(gen.task_id)
+                self._engine_of(gen).suspend(gen.task_id)
                 self._end_run(gen, now)
                 self.queue.push(entry)
                 self._emit(record, TaskState.SUSPENDED, segment_index=len(record.segments))
@@ -387,6 +475,11 @@ class Planner:
                 self.dispatcher.send(gen.record, gen.skill_set, gen.robot, [segment],
                                      plan_done and i == len(gen.held) - 1, now)
         gen.held = []
+
+    def _release_context(self, gen: PlanGeneration) -> None:
+        self._engine_of(gen).release(gen.task_id)
+        gen.in_engine = False
+        gen.replica = None
 
     def _end_run(self, gen: PlanGeneration, now: float) -> None:
         if not math.isnan(gen.run_started_s):
@@ -464,8 +557,7 @@ class Planner:
     def _finish(self, gen: PlanGeneration, state: TaskState, message: str) -> None:
         self.queue.remove(gen.task_id)
         if gen.in_engine:
-            self.engine.release(gen.task_id)
-            gen.in_engine = False
+            self._release_context(gen)
         self._end_run(gen, self.clock.now())
         if state != TaskState.SUCCEEDED:
             self.dispatcher.cancel(gen.record, gen.robot)

@@ -103,6 +103,16 @@ class ReadyQueue(ABC):
             self.remove(entry.gen_id)
         return entry
 
+    def in_order(self, now_s: float) -> list[QueueEntry]:
+        """Every entry, in the order `best` would give them (the queue is left as it was)."""
+        taken = []
+        while (entry := self.pop_best(now_s)) is not None:
+            taken.append(entry)
+        for entry in taken:
+            self._entries[entry.gen_id] = entry
+            self._insert(entry)
+        return taken
+
     @abstractmethod
     def best(self, now_s: float) -> QueueEntry | None: ...
 
@@ -115,6 +125,28 @@ class ReadyQueue(ABC):
 
     @abstractmethod
     def _discard(self, entry: QueueEntry) -> None: ...
+
+
+class QueueShare:
+    """Some of a queue's entries, in its order, as one engine replica's batch controller sees
+    them (the entries placed on it); taking one takes it from the queue."""
+
+    def __init__(self, queue: ReadyQueue, entries: list[QueueEntry]) -> None:
+        self._queue = queue
+        self._entries = entries
+
+    def __bool__(self) -> bool:
+        return bool(self._entries)
+
+    def best(self, now_s: float) -> QueueEntry | None:
+        return self._entries[0] if self._entries else None
+
+    def priority(self, entry: QueueEntry, now_s: float) -> float:
+        return self._queue.priority(entry, now_s)
+
+    def remove(self, gen_id: str) -> QueueEntry | None:
+        self._entries = [e for e in self._entries if e.gen_id != gen_id]
+        return self._queue.remove(gen_id)
 
 
 LANE_GAP_S = 1e9  # what a lane costs in priority (seconds): more than any deadline apart

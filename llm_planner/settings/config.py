@@ -135,6 +135,11 @@ class PlannerConfig(_Strict):
         "a process of their own, where the planner's work cannot hold them up, or as threads of the planner's "
         "process (docs/performance.md, \"The ROS path\")")
     batch: BatchConfig = BatchConfig()
+    replicas: int = Field(default=1, ge=1, description="engine replicas behind the planner, each with its own batch "
+                                                       "and KV cache (sched/placement.py)")
+    placement: Literal["round-robin", "least-tokens", "deadline"] = Field(
+        default="deadline", description="which replica a generation joins: round-robin, least-tokens (fewest "
+        "predicted tokens to write) or deadline (where its next segment is predicted to end first)")
     vllm: VllmConfig = VllmConfig()
     # planning/segment_lengths.py
     predictor: str = Field(default="none", min_length=1,

@@ -1,0 +1,201 @@
+"""Several engine replicas behind one planner: their iterations overlap in simulated time, a
+placement policy puts each generation on one, and a fault in one fails only its own tasks."""
+
+import math
+
+import pytest
+
+from llm_planner.domain.clock import VirtualClock
+from llm_planner.domain.tasks import TaskRequest, TaskState
+from llm_planner.domain.tuf import Tuf
+from llm_planner.engine import SimEngine, load_engine_profile
+from llm_planner.engine.base import GenerationRequest
+from llm_planner.lrtrace.compare import parse_counts, parse_placements, variants
+from llm_planner.lrtrace.simulate import EventQueue
+from llm_planner.planning.replicas import ReplicaSet
+from llm_planner.sched.placement import Candidate, ReplicaLoad, make_placement
+
+CPU_PROFILE = "smollm2-135m-instruct-float32-cpu-avx2"  # step time grows with the batch
+
+
+def sim_engine(profile, tokenizer, engine_class=SimEngine, clock=None):
+    return engine_class(load_engine_profile(profile), tokenizer, clock or VirtualClock())
+
+
+def generation(gen_id, plan="mf(50);tp();mf(50);tp();"):
+    return GenerationRequest(gen_id, "p", "You plan.", f"Scene: [door]. {gen_id}", forced_output=plan)
+
+
+def request(task_id, robot="drone1", plan="mf(50);tp();mf(50);tp();", urgency="normal", arrival=0.0):
+    return TaskRequest(task_id, robot, "tello", "Scene: [door]. Fly forward.", urgency, Tuf(1, 1, 1.5), arrival, plan)
+
+
+def run(config, tokenizer, requests, replicas=2, placement="deadline", max_batch=1, engine_class=SimEngine,
+        policy="timely"):
+    """The planner with `replicas` sim engines and simulated robots on a virtual clock, driven
+    as `lrtrace simulate` drives it, until every task has ended."""
+    from llm_planner.dispatch.robot_port import CallTimeSource, SimRobots
+    from llm_planner.planning.planner import Planner
+    from llm_planner.sched.queues import get_policy
+
+    config = config.model_copy(update={"replicas": replicas, "placement": placement,
+                                       "batch": config.batch.model_copy(update={"max_batch_size": max_batch})})
+    clock, events, statuses = VirtualClock(), EventQueue(), []
+    # one replica steps on the planner's clock; several get clocks of their own
+    engines = ReplicaSet([sim_engine(config.engine_profile, tokenizer, engine_class, clock if replicas == 1 else None)
+                          for _ in range(replicas)])
+    planner = Planner(config, get_policy(policy), engines, clock,
+                      lambda listener: SimRobots(events.push, clock.now, CallTimeSource(0), listener),
+                      statuses.append)
+    for r in requests:
+        events.push(r.arrival_s, lambda r=r: planner.submit(r))
+    planner.warm_up()
+    while True:
+        while events and events.next_time() <= clock.now():
+            events.pop()()
+        if planner.step(events.next_time() if events else math.inf):
+            continue
+        if not events:
+            break
+        clock.advance_to(events.next_time())
+    return planner, statuses
+
+
+# ----------------------------------------------------------------- stepping side by side
+def test_replicas_step_side_by_side_in_simulated_time(tokenizer):
+    """Two replicas, one generation each: both advance by one token per iteration and the
+    clock moves by one iteration's time, not two."""
+    replicas = ReplicaSet([sim_engine(CPU_PROFILE, tokenizer) for _ in range(2)])
+    for i, replica in enumerate(replicas):
+        replica.engine.add(generation(f"g{i}"))
+    clock = VirtualClock()
+    ends = []
+    for _ in range(6):
+        event = replicas.step(clock)
+        assert event.result is not None and event.error is None
+        ends.append((clock.now(), event.replica.index, [o.gen_id for o in event.result.outputs]))
+    assert [e[2] for e in ends] == [["g0"], ["g1"]] * 3
+    # each pair of iterations ends at the same time: they ran in parallel
+    assert all(math.isclose(ends[i][0], ends[i + 1][0]) for i in range(0, 6, 2))
+    solo_clock = VirtualClock()
+    alone = ReplicaSet([sim_engine(CPU_PROFILE, tokenizer, clock=solo_clock)])
+    alone[0].engine.add(generation("g0"))
+    for _ in range(3):
+        alone.step(solo_clock)
+    assert math.isclose(clock.now(), solo_clock.now())
+
+
+def test_replicas_do_not_step_past_the_next_outside_event(tokenizer):
+    replicas = ReplicaSet([sim_engine(CPU_PROFILE, tokenizer) for _ in range(2)])
+    replicas[0].engine.add(generation("g0"))
+    clock = VirtualClock()
+    event = replicas.step(clock, until_s=1e-6)
+    assert event.result is None and event.error is None and clock.now() == 1e-6
+    assert not replicas[0].free  # its iteration is still under way
+    event = replicas.step(clock)
+    assert event.result is not None and clock.now() > 1e-6
+
+
+def test_a_second_replica_plans_a_second_task_at_once(config, tokenizer):
+    """Two tasks at once and one batch slot per replica: with two replicas both are
+    generated from the start; with one, the second waits for the first's slot."""
+    tasks = [request("a", "drone1"), request("b", "drone2")]
+    two, _ = run(config, tokenizer, tasks, replicas=2)
+    one, _ = run(config, tokenizer, tasks, replicas=1)
+    firsts_two = sorted(r.first_token_s for r in two.records.values())
+    firsts_one = sorted(r.first_token_s for r in one.records.values())
+    assert math.isclose(firsts_two[0], firsts_two[1], rel_tol=1e-6)
+    assert firsts_one[1] > firsts_one[0] + 0.01
+    assert {r.state for r in two.records.values()} == {TaskState.SUCCEEDED}
+    assert all(replica.engine.stats.steps > 0 for replica in two.replicas)
+
+
+@pytest.mark.parametrize("placement", ["round-robin", "least-tokens", "deadline"])
+def test_every_task_ends_under_every_placement(config, tokenizer, placement):
+    tasks = [request(f"t{i}", f"drone{i % 3}", arrival=0.05 * i, urgency="urgent" if i % 4 == 0 else "normal")
+             for i in range(12)]
+    planner, statuses = run(config, tokenizer, tasks, replicas=3, placement=placement, max_batch=2)
+    assert len(planner.records) == 12
+    assert {r.state for r in planner.records.values()} == {TaskState.SUCCEEDED}
+    assert planner.active_tasks == 0 and not planner.busy
+    assert sum(replica.engine.stats.generated_tokens > 0 for replica in planner.replicas) >= 2
+
+
+def test_a_fault_in_one_replica_fails_only_its_tasks(config, tokenizer):
+    """The replica whose step fails loses the generations inside it (FAILED, with the
+    reason) and is restarted; the other replica's tasks and the later ones succeed."""
+
+    class FailsOnce(SimEngine):
+        failed = False
+
+        def step(self):
+            if not FailsOnce.failed and self.stats.steps == 2 and self.running == ["b"]:
+                FailsOnce.failed = True
+                raise RuntimeError("device lost (injected)")
+            return super().step()
+
+    tasks = [request("a", "drone1"), request("b", "drone2"), request("c", "drone3", arrival=5.0)]
+    planner, statuses = run(config, tokenizer, tasks, replicas=2, placement="round-robin", engine_class=FailsOnce)
+    assert FailsOnce.failed
+    assert planner.records["b"].state == TaskState.FAILED
+    assert "engine replica 1 was restarted" in planner.records["b"].message
+    assert planner.records["a"].state == TaskState.SUCCEEDED
+    assert planner.records["c"].state == TaskState.SUCCEEDED
+    assert all(statuses[-1].state.terminal for statuses in [[s for s in statuses if s.task_id == t] for t in "abc"])
+
+
+# ----------------------------------------------------------------- placement policies
+def load(index, engine, running=0, waiting=0, tokens=0.0, max_batch=4, slot_free_s=0.0):
+    return ReplicaLoad(index, engine, max_batch, running, 200 * running, waiting, tokens, slot_free_s)
+
+
+def test_round_robin_takes_the_replicas_in_turn(tokenizer):
+    engine = sim_engine(CPU_PROFILE, tokenizer)
+    policy = make_placement("round-robin")
+    loads = [load(i, engine, running=3 - i) for i in range(3)]
+    chosen = []
+    for _ in range(5):
+        index = policy.choose(Candidate("x", 50, 10, 30), loads)
+        policy.placed(index)
+        chosen.append(index)
+    assert chosen == [0, 1, 2, 0, 1]
+
+
+def test_least_tokens_counts_what_each_replica_still_has_to_write(tokenizer):
+    engine = sim_engine(CPU_PROFILE, tokenizer)
+    policy = make_placement("least-tokens")
+    loads = [load(0, engine, tokens=100), load(1, engine, tokens=40)]
+    assert policy.choose(Candidate("x", 50, 10, 30), loads) == 1
+    loads[1].placed.append(Candidate("y", 50, 10, 80))  # 40 + 80 > 100
+    assert policy.choose(Candidate("x", 50, 10, 30), loads) == 0
+
+
+def test_deadline_placement_goes_where_the_segment_ends_first(tokenizer):
+    engine = sim_engine(CPU_PROFILE, tokenizer)
+    policy = make_placement("deadline")
+    candidate = Candidate("x", 50, 12, 40)
+    # a smaller batch decodes faster on this CPU profile
+    busy, light = load(0, engine, running=3, tokens=10), load(1, engine, running=1, tokens=500)
+    assert light.segment_end_s(candidate) < busy.segment_end_s(candidate)
+    assert policy.choose(candidate, [busy, light]) == 1
+    # a full batch first waits for a slot
+    full = load(1, engine, running=4, max_batch=4, slot_free_s=5.0)
+    assert policy.choose(candidate, [busy, full]) == 0
+    assert not policy.at_arrival and make_placement("least-tokens").at_arrival
+
+
+def test_an_unknown_placement_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match="round-robin, least-tokens, deadline"):
+        make_placement("random")
+    with pytest.raises(ValueError, match="unknown placements"):
+        parse_placements("deadline,closest")
+    with pytest.raises(ValueError, match="positive"):
+        parse_counts("2,0")
+
+
+def test_compare_runs_each_policy_on_each_replica_count_and_placement(config):
+    runs = variants(["timely", "vllm"], config, False, [1, 2], ["round-robin", "deadline"])
+    assert [v.label for v in runs] == ["timely x1", "timely x2 round-robin", "timely x2 deadline",
+                                       "vllm x1", "vllm x2 round-robin", "vllm x2 deadline"]
+    assert [(v.config.replicas, v.config.placement) for v in runs[:3]] == [(1, config.placement), (2, "round-robin"),
+                                                                          (2, "deadline")]
