@@ -69,6 +69,17 @@ def test_compose_and_import_round_trip(tmp_path):
     assert set(json.loads((tmp_path / "s.json").read_text())) == {"edf", "recorded traces"}
 
 
+def test_compose_options_override_the_preset(tmp_path):
+    from llm_planner.lrtrace.load import load_workload
+
+    w = tmp_path / "w.yaml"
+    assert lrtrace_main(["compose", "--preset", "wid2", "--agents", "7", "--duration", "40", "--rate", "0.5",
+                         "-o", str(w)]) == 0
+    workload, _ = load_workload(str(w))
+    assert workload.agents == 7 and workload.duration_s == 40
+    assert {j.agent for j in workload.jobs} <= set(range(7)) and max(j.arrival_s for j in workload.jobs) < 40
+
+
 def test_fit_command(tmp_path, capsys):
     csv = tmp_path / "s.csv"
     csv.write_text("skill,arg,seconds\ng,,2.4\ng,,2.6\n")

@@ -87,7 +87,13 @@ def cmd_simulate(args) -> int:
 def cmd_compose(args) -> int:
     config = planner_config(args)
     if args.preset:
+        # the options given override the preset's own values
+        overrides = {field: value for field, value in (
+            ("trace_ids", [int(x) for x in args.trace_ids.split(",")] if args.trace_ids else None),
+            ("rate_per_s", args.rate), ("max_tasks_per_event", args.max_tpe), ("agents", args.agents),
+            ("duration_s", args.duration)) if value is not None}
         preset = load_preset(args.preset)
+        preset = preset.model_validate({**preset.model_dump(), **overrides})
         traces = load_traces(args.traces) if args.traces else preset_traces(preset)
         workload = compose_preset(preset, args.seed, traces, mean_exec_times(traces, config.robot_types))
     else:
@@ -189,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("compose", help="compose a workload (a preset or your own parameters)")
-    p.add_argument("--preset", help=f"one of: {', '.join(list_presets())}")
+    p.add_argument("--preset", help=f"one of: {', '.join(list_presets())}; the options below override its values")
     p.add_argument("--traces")
     p.add_argument("--trace-ids", help="comma-separated")
     p.add_argument("--rate", type=float, help="events per second (Poisson)")
