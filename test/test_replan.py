@@ -64,6 +64,11 @@ def test_a_failed_call_gets_a_follow_up_that_is_planned_dispatched_and_succeeds(
     assert follow.plan == "mf(50);tp();"
     assert [c for s in follow.segments for c in s.call_texts] == ["mf(50)", "tp()"]
     assert planner.active_tasks == 0
+    # the follow-up is reported by recovery, not counted again as a task of its type
+    from llm_planner.lrtrace.metrics import by_label, by_level
+
+    records = list(planner.records.values())
+    assert sum(m["tasks"] for m in by_label(records).values()) == by_level(records)["all"]["tasks"] == 1
 
 
 def test_attempts_exhausted_fail_the_task_with_the_reason_and_lose_nothing(config, tokenizer):

@@ -71,10 +71,12 @@ def by_level(records: list[TaskRecord], expected_units: dict[str, int] | None = 
 
 
 def by_label(records: list[TaskRecord]) -> dict[str, dict[str, float]]:
-    """Mean utility and % of max per task type (label)."""
+    """Mean utility and % of max per task type (label); like `by_level`, without the planner's
+    error follow-ups (which carry their failed task's label)."""
     groups: dict[str, list[TaskRecord]] = defaultdict(list)
     for r in records:
-        groups[r.request.label or r.request.urgency_name].append(r)
+        if r.request.follow_up is None:
+            groups[r.request.label or r.request.urgency_name].append(r)
     out = {}
     for label, rs in sorted(groups.items()):
         m = summarize(rs)
