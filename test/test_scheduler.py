@@ -67,7 +67,8 @@ def test_resumed_segment_with_slack_waits_for_new_first_segment():
 def test_a_segment_lost_for_the_bound_goes_before_newer_ones_of_its_level():
     """PUD alone serves a lost segment only when nothing that can earn utility waits; with
     lost_wait_s it goes first once lost that long, the longest lost first, but never before a
-    more important segment that can still earn utility."""
+    segment that can still earn utility and is more important or due to start within the
+    lost one's generation time."""
     plain, bounded = PudQueue(), PudQueue(lost_wait_s=5.0)
     for q in (plain, bounded):
         q.push(entry("lost-late", NORMAL, ref=-19.0))  # lost since about -17.7
@@ -82,6 +83,11 @@ def test_a_segment_lost_for_the_bound_goes_before_newer_ones_of_its_level():
     bounded.push(entry("urgent", URGENT, ref=0.0))
     assert bounded.pop_best(0.0).gen_id == "urgent"  # more important and can still earn utility
     bounded.push(entry("urgent-lost", URGENT, ref=-1.0))  # lost, though for under 5 s
+    assert bounded.pop_best(0.0).gen_id == "lost"
+    # a segment of its own level that would lose utility by waiting for the lost one's G goes first
+    bounded.push(entry("lost", NORMAL, ref=-30.0))
+    bounded.push(entry("due", NORMAL, ref=-0.7))  # full utility only if it starts within 0.1 s
+    assert bounded.pop_best(0.0).gen_id == "due"
     assert bounded.pop_best(0.0).gen_id == "lost"
     assert PudQueue.lost_since_s(entry("e", NORMAL, ref=0.0, g=0.2)) == pytest.approx(1.3)
 

@@ -15,8 +15,9 @@ next?" at a given time without rebuilding or re-sorting itself:
   (plus the oldest, for ties at zero utility) can be best: O(classes x log n) per decision.
   PUD alone lets a segment whose utility is lost wait as long as anything with utility left
   arrives; with `lost_wait_s` (timely's bound_wait), a segment lost for that long goes before
-  all others, the longest lost first, but for a more important one (larger beta) that can still
-  earn utility. Within a class the longest lost is the first entry.
+  all others, the longest lost first, but for one that can still earn utility and is more
+  important (larger beta) or due to start within the lost one's G. Within a class the longest
+  lost is the first entry.
 
 Ties in priority (zero above all: segments that can no longer earn utility) go to the more
 important TUF (larger beta: an urgent task before a normal one), then to the earlier deadline,
@@ -233,8 +234,13 @@ class PudQueue(ReadyQueue):
         if best is None or self.lost_wait_s == math.inf:
             return best
         starved = self._longest_lost(now_s)
-        if starved is None or (best.tuf.beta > starved.tuf.beta and self.priority(best, now_s) > 0):
-            return best  # a more important segment that can still earn utility goes first
+        if starved is None or starved is best:
+            return best
+        if self.priority(best, now_s) > 0 and (best.tuf.beta > starved.tuf.beta
+                                               or best.latest_start_s - now_s < starved.gen_time_s):
+            # a more important segment that can still earn utility goes first, and so does one
+            # that would lose utility by waiting for the starved one's generation
+            return best
         return starved
 
     def _best_by_pud(self, now_s: float) -> QueueEntry | None:
