@@ -350,8 +350,8 @@ class Planner:
                 self._admit_to(replica, shares[replica.index], now)
 
     def _shares(self, now: float) -> list[QueueShare]:
-        """The queue split among the replicas, in its order: a generation in an engine waits
-        for its own replica; the others go where the placement policy puts them now."""
+        """The queue split among the replicas, in its order: a generation placed on a replica
+        waits for it; the others go where the placement policy puts them now."""
         loads = [self._load(r, now) for r in self.replicas]
         shares: list[list[QueueEntry]] = [[] for _ in self.replicas]
         for entry in self.queue.in_order(now):
