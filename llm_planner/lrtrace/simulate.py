@@ -92,8 +92,8 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
     if engine is None:
         engine = make_sim_engine(config, clock, tokenizer)
     elif config.replicas > 1:
-        raise ValueError("replicas of a real engine run on Ray, not in a simulation's process; "
-                         "simulate several replicas with the sim engine")
+        raise ValueError("several engine replicas are simulated with the sim engine only; "
+                         "the real engine runs as one")
     else:
         engine.reset(clock)
     recorded = engine.needs_recorded_plan
