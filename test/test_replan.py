@@ -209,3 +209,29 @@ def test_a_follow_up_overtakes_the_robots_other_waiting_tasks(config, tokenizer)
     follow, other = planner.records["a-replan1"], planner.records["b"]
     assert follow.state == other.state == TaskState.SUCCEEDED
     assert follow.segments[0].started_s < other.segments[0].started_s
+
+
+def test_follow_ups_are_rebuilt_from_a_recordings_final_statuses(config):
+    """`lrtrace replay`/`report` know the planner's follow-ups only from the failed tasks'
+    final statuses: each is rebuilt as the next link of its task's chain."""
+    import math
+    from types import SimpleNamespace
+
+    from llm_planner.domain.tasks import FollowUp, TaskRecord
+    from llm_planner.ros.replay import _follow_up_records
+
+    failed = "robot drone1 failed segment {} at mf(50): blocked; replanned as task {}"
+    root = TaskRecord(task("a"), state=TaskState.FAILED, message=failed.format(1, "a-replan1"))
+    final = {"a-replan1": SimpleNamespace(robot_id="drone1", state=int(TaskState.FAILED), utility=math.nan,
+                                          message=failed.format(0, "a-replan2"), response_time_s=0.3),
+             "a-replan2": SimpleNamespace(robot_id="drone1", state=int(TaskState.SUCCEEDED), utility=2.0,
+                                          message="all segments executed", response_time_s=0.2)}
+    ended = {"a": 1.0, "a-replan1": 2.0, "a-replan2": 3.0}
+    first, second = _follow_up_records([root], final, {"a": 0.0}, ended, config)
+    instruction = task("a").instruction
+    assert first.request.follow_up == FollowUp("a", "a", 1, 1.0, instruction)
+    assert second.request.follow_up == FollowUp("a-replan1", "a", 2, 2.0, instruction)
+    assert root.followed_by == "a-replan1" and first.followed_by == "a-replan2"
+    assert root.robot_failure == root.message and first.robot_failure and not second.robot_failure
+    assert (first.utility, second.utility, second.state) == (0.0, 2.0, TaskState.SUCCEEDED)
+    assert second.request.urgency_name == config.replan_level.name and second.finished_s == 3.0

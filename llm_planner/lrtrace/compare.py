@@ -71,22 +71,21 @@ def parse_counts(text: str | None) -> list[int] | None:
     return counts
 
 
-def parse_placements(text: str | None) -> list[str] | None:
-    if not text:
-        return None
+def _parse_names(text: str, known, what: str) -> list[str]:
+    """`a,b` -> [a, b], each one of `known`."""
     names = [p.strip() for p in text.split(",") if p.strip()]
-    unknown = [p for p in names if p not in PLACEMENTS]
+    unknown = [p for p in names if p not in known]
     if unknown or not names:
-        raise ValueError(f"unknown placements {unknown}; choose from {', '.join(PLACEMENTS)}")
+        raise ValueError(f"unknown {what} {unknown}; choose from {', '.join(known)}")
     return names
+
+
+def parse_placements(text: str | None) -> list[str] | None:
+    return _parse_names(text, PLACEMENTS, "placements") if text else None
 
 
 def parse_policies(text: str) -> list[str]:
-    names = [p.strip() for p in text.split(",") if p.strip()]
-    unknown = [p for p in names if p not in POLICIES]
-    if unknown or not names:
-        raise ValueError(f"unknown policies {unknown}; choose from {', '.join(POLICIES)}")
-    return names
+    return _parse_names(text, POLICIES, "policies")
 
 
 def resolve_workload(spec: str, traces_path: str | None, config: PlannerConfig,

@@ -57,11 +57,16 @@ def summarize(records: list[TaskRecord], expected_units: dict[str, int] | None =
     }
 
 
+def original_tasks(records: list[TaskRecord]) -> list[TaskRecord]:
+    """The tasks asked for, without the planner's error follow-ups."""
+    return [r for r in records if r.request.follow_up is None]
+
+
 def by_level(records: list[TaskRecord], expected_units: dict[str, int] | None = None) -> dict[str, dict]:
     """{level: metrics} for each urgency level present, plus "all". The planner's error
     follow-ups are not counted here (`recovery` reports them): a task its robot failed counts
     with the units it did not execute, so failures show as lost utility."""
-    records = [r for r in records if r.request.follow_up is None]
+    records = original_tasks(records)
     groups: dict[str, list[TaskRecord]] = defaultdict(list)
     for r in records:
         groups[r.request.urgency_name].append(r)
@@ -74,9 +79,8 @@ def by_label(records: list[TaskRecord]) -> dict[str, dict[str, float]]:
     """Mean utility and % of max per task type (label); like `by_level`, without the planner's
     error follow-ups (which carry their failed task's label)."""
     groups: dict[str, list[TaskRecord]] = defaultdict(list)
-    for r in records:
-        if r.request.follow_up is None:
-            groups[r.request.label or r.request.urgency_name].append(r)
+    for r in original_tasks(records):
+        groups[r.request.label or r.request.urgency_name].append(r)
     out = {}
     for label, rs in sorted(groups.items()):
         m = summarize(rs)

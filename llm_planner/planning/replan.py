@@ -106,14 +106,19 @@ def retry_plan(skill_set: SkillSet, recorded_plan: str, failure: Failure) -> str
     return "".join(f"{call};" for call in calls)
 
 
-def follow_up_request(failed: TaskRequest, failure: Failure, level: UrgencyLevel, skill_set: SkillSet) -> TaskRequest:
+def next_follow_up(failed: TaskRequest, failed_s: float) -> FollowUp:
+    """What makes the follow-up of the failed task one: the next in its task's chain."""
     prior = failed.follow_up
-    root = prior.root_task if prior else failed.task_id
-    attempt = (prior.attempt if prior else 0) + 1
-    original = prior.original_text if prior else failed.instruction
+    if prior is None:
+        return FollowUp(failed.task_id, failed.task_id, 1, failed_s, failed.instruction)
+    return FollowUp(failed.task_id, prior.root_task, prior.attempt + 1, failed_s, prior.original_text)
+
+
+def follow_up_request(failed: TaskRequest, failure: Failure, level: UrgencyLevel, skill_set: SkillSet) -> TaskRequest:
+    follow_up = next_follow_up(failed, failure.at_s)
     return TaskRequest(
-        task_id=follow_up_task_id(root, attempt), robot_id=failed.robot_id, robot_type=failed.robot_type,
-        instruction=follow_up_text(original, failure), urgency_name=level.name, tuf=level.tuf,
-        arrival_s=failure.at_s,
+        task_id=follow_up_task_id(follow_up.root_task, follow_up.attempt), robot_id=failed.robot_id,
+        robot_type=failed.robot_type, instruction=follow_up_text(follow_up.original_text, failure),
+        urgency_name=level.name, tuf=level.tuf, arrival_s=failure.at_s,
         recorded_plan=None if failed.recorded_plan is None else retry_plan(skill_set, failed.recorded_plan, failure),
-        label=failed.label, follow_up=FollowUp(failed.task_id, root, attempt, failure.at_s, original))
+        label=failed.label, follow_up=follow_up)

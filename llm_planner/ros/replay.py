@@ -14,12 +14,12 @@ from typing import Callable
 
 from llm_planner.catalog.skills import load_skill_set
 from llm_planner.domain.names import STATUS_TOPIC, TASKS_TOPIC
-from llm_planner.domain.tasks import FollowUp, TaskRecord, TaskRequest, TaskState
+from llm_planner.domain.tasks import TaskRecord, TaskRequest, TaskState
 from llm_planner.lrtrace.formats import TraceSet, Workload
 from llm_planner.lrtrace.jobs import job_fields
 from llm_planner.lrtrace.simulate import check_workload
 from llm_planner.planning.intake import Rejection, build_request
-from llm_planner.planning.replan import follow_up_named, robot_failed
+from llm_planner.planning.replan import follow_up_named, next_follow_up, robot_failed
 from llm_planner.planning.segmenter import split_segments
 from llm_planner.ros.messages import task_fields
 from llm_planner.settings.config import PlannerConfig
@@ -173,12 +173,10 @@ def _follow_up_records(records: list[TaskRecord], final: dict, arrival: dict, en
         if not named or named not in final:
             continue
         parent.followed_by = named
-        msg, prior = final[named], parent.request.follow_up
+        msg = final[named]
         request = TaskRequest(named, msg.robot_id, parent.request.robot_type, "", level.name, level.tuf,
                               arrival.get(named, ended[task_id]), label=parent.request.label,
-                              follow_up=FollowUp(task_id, prior.root_task if prior else task_id,
-                                                 (prior.attempt if prior else 0) + 1, ended[task_id],
-                                                 prior.original_text if prior else parent.request.instruction))
+                              follow_up=next_follow_up(parent.request, ended[task_id]))
         record = TaskRecord(request, state=TaskState(msg.state), message=msg.message)
         record.utility = 0.0 if math.isnan(msg.utility) else msg.utility
         record.response_time_s = msg.response_time_s

@@ -68,8 +68,9 @@ class FeaturesConfig(_Strict):
     shrink: bool = Field(default=True, description="suspend generations that can wait so that a more "
                                                    "important one decodes faster")
     bound_wait: bool = Field(default=True, description="a segment whose utility has been lost for lost_wait_s "
-                                                       "goes first, the longest lost first, in the slack of segments that can still "
-                                                       "earn utility: none waits without bound")
+                                                       "goes first, the longest lost first, in the slack of "
+                                                       "segments that can still earn utility: none waits without "
+                                                       "bound")
     lost_wait_s: float = Field(default=10.0, gt=0, description="bound_wait: how long a segment may wait once its "
                                                               "utility is lost")
 

@@ -25,11 +25,12 @@ from llm_planner.catalog.skills import SkillSet, load_skill_set
 from llm_planner.catalog.tokenizer import load_tokenizer
 from llm_planner.planning.plan_check import check_generated_plan
 from llm_planner.planning.task_check import TaskNeeds, check_task
+from llm_planner.settings.config import VllmConfig
 
 SKILL_SETS = {"minispec_drone": "tello", "minispec_arm": "indy7", "python_arm": "fltrnn_arm"}  # -> robot type
-# A task whose plan is longer than this (the planner's default `vllm.max_plan_tokens`) is not
-# written: no model could answer it within the planner's limit.
-PLAN_TOKEN_LIMIT = 96
+# A task whose plan is longer than the planner's default `vllm.max_plan_tokens` is not written:
+# no model could answer it within the planner's limit.
+PLAN_TOKEN_LIMIT = VllmConfig.model_fields["max_plan_tokens"].default
 
 DRONE_THINGS = ["door", "window", "chair", "table", "person", "dog", "cat", "bicycle", "car", "tree", "bench", "lamp",
                 "tv", "sofa", "shelf", "clock", "cup", "bottle", "backpack", "umbrella", "plant", "box", "ladder",
