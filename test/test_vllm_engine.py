@@ -30,12 +30,16 @@ pytestmark = pytest.mark.vllm
 
 
 
+def float32_config(config):
+    exact = config.vllm.model_copy(update={"engine_args": {**config.vllm.engine_args, "dtype": "float32"}})
+    return config.model_copy(update={"vllm": exact})
+
+
 @pytest.fixture(scope="module")
 def engine(config):
     from llm_planner.engine.factory import make_vllm_engine
 
-    exact = config.vllm.model_copy(update={"engine_args": {**config.vllm.engine_args, "dtype": "float32"}})
-    engine = make_vllm_engine(config.model_copy(update={"vllm": exact}), VirtualClock())
+    engine = make_vllm_engine(float32_config(config), VirtualClock())
     yield engine
     engine.reset()
 
@@ -95,6 +99,29 @@ RESUME_FAULTS = {
     "grammar not restored to the plan so far": (
         "_grammar_args", lambda gen: {EXTRA_ARG: {"grammar": gen.grammar, "plan_start": len(gen.prompt_ids) + len(gen.out_ids)}}),
 }
+
+
+@pytest.mark.ray
+def test_a_vllm_replica_on_ray_resumes_exactly_as_in_process(engine, uninterrupted, config):
+    """The engine in a Ray actor (one CPU), driven through the replica's messages: every
+    suspended and resumed plan has the in-process engine's tokens."""
+    ray = pytest.importorskip("ray")
+    from functools import partial
+
+    from llm_planner.engine.factory import make_engine
+    from llm_planner.engine.ray_replica import RayEngine, start_ray
+
+    start_ray()
+    exact = float32_config(config).model_copy(update={"engine": "vllm"})
+    replica = RayEngine(partial(make_engine, exact), VirtualClock(), "vLLM replica", cpus=1)
+    try:
+        assert replica.engine_name == "VllmEngine" and replica.dtype == "float32"
+        segmented = run_plans(replica, exactness_requests(), segmented=True)[0]
+    finally:
+        replica.close()
+        ray.shutdown()
+    assert all(run.suspensions >= 1 for run in segmented.values())
+    assert resume_differences(uninterrupted[True], segmented, engine.tokenizer) == []
 
 
 @pytest.mark.parametrize("fault", list(RESUME_FAULTS))

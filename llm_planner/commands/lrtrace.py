@@ -32,19 +32,29 @@ def cmd_compare(args) -> int:
     policies = parse_policies(args.policies)
     runs_of = variants(policies, config, args.ablation, parse_counts(args.replicas), parse_placements(args.placement))
     source = resolve_workload(args.workload, args.traces, config, args.duration, args.speed)
-    engine = None
-    if config.engine == "vllm":
+    engine = pool = None
+    if config.engine == "vllm" and any(v.config.replicas == 1 for v in runs_of):
         from llm_planner.domain.clock import VirtualClock
 
         engine = vllm_engine(config, args, VirtualClock())
-    with progress_bar(args.quiet) as progress:
-        bar = progress.add_task(source.name, total=args.seeds * len(runs_of), status="")
-        comparison = compare(source, runs_of, config, args.seeds, engine,
-                             tick=lambda label, seed, t, horizon: progress.update(
-                                 bar, status=f"seed {seed} {label}: {t:6.0f}/{horizon:.0f} s simulated"),
-                             advance=lambda: progress.advance(bar), fail_rates=args.fail_rate)
+    if any(v.config.replicas > 1 for v in runs_of) and (config.engine == "vllm" or args.ray):
+        from llm_planner.engine.factory import ReplicaPool
+
+        console.print("engine replicas run as Ray actors")
+        pool = ReplicaPool(config, args.model)
+    try:
+        with progress_bar(args.quiet) as progress:
+            bar = progress.add_task(source.name, total=args.seeds * len(runs_of), status="")
+            comparison = compare(source, runs_of, config, args.seeds, engine,
+                                 tick=lambda label, seed, t, horizon: progress.update(
+                                     bar, status=f"seed {seed} {label}: {t:6.0f}/{horizon:.0f} s simulated"),
+                                 advance=lambda: progress.advance(bar), fail_rates=args.fail_rate, replica_pool=pool)
+    finally:
+        if pool is not None:
+            pool.close()
     results = comparison.results
-    engine_name = f"engine vllm ({engine.model_dir})" if engine is not None else f"profile {config.engine_profile}"
+    engine_name = (f"engine vllm ({engine.model_dir if engine is not None else args.model or config.vllm.model})"
+                   if config.engine == "vllm" else f"profile {config.engine_profile}")
     out = stdout()
     report.print_tables(results, f"{source.name}: {args.seeds} seed(s), {engine_name}, "
                                  f"max batch {config.batch.max_batch_size}", out)
@@ -56,9 +66,10 @@ def cmd_compare(args) -> int:
             out.print(line)
     if args.markdown:
         Path(args.markdown).write_text(report.markdown_tables(results))
-    if engine is not None:
+    if config.engine == "vllm":
         for line in engine_stats_lines(comparison.runs):
             out.print(line)
+    if engine is not None:
         if args.check_sim:
             from llm_planner.lrtrace.sim_check import check_sim
 
@@ -169,8 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--fail-rate", type=fail_rates, metavar="RATES",
                        help="robots fail calls on purpose: a probability per skill (mf=0.1,g=0.05) or one for "
                             "every skill (0.05), drawn from the seed; the planner replans (config replan)")
-        p.add_argument("--replicas", help="engine replicas (sim engine); compare: counts to compare, e.g. 1,2,4 "
-                                          "(default: config)")
+        p.add_argument("--replicas", help="engine replicas; compare: counts to compare, e.g. 1,2,4 (default: "
+                                          "config). Several replicas of the real engine run as Ray actors")
+        p.add_argument("--ray", action="store_true",
+                       help="several sim replicas run as Ray actors too (default: in this process; the results "
+                            "are the same)")
         p.add_argument("--placement", help="which replica a generation joins, with more than one: round-robin, "
                                            "least-tokens or deadline; compare: several, comma-separated "
                                            "(default: config)")

@@ -4,6 +4,7 @@ suspend/resume that keeps a generation's context (no re-prefill on resume)."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 
@@ -80,6 +81,20 @@ class Engine(ABC):
     @abstractmethod
     def step(self) -> StepResult:
         """Run one iteration: every running generation advances by one token."""
+
+    def start_step(self) -> Future:
+        """Begin one iteration, for `end_step` to read, so that replicas elsewhere run theirs
+        side by side. An engine in this process runs it here and now."""
+        future: Future = Future()
+        try:
+            future.set_result(self.step())
+        except Exception as exc:  # raised again by end_step
+            future.set_exception(exc)
+        return future
+
+    def end_step(self, future: Future, timeout_s: float | None = None) -> StepResult:
+        """The iteration `start_step` began, once it has ended (its errors raised here)."""
+        return future.result(timeout_s)
 
     @property
     @abstractmethod

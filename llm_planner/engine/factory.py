@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from llm_planner.domain.clock import Clock
@@ -16,13 +17,11 @@ from llm_planner.settings.config import PlannerConfig, VllmConfig
 log = logging.getLogger(__name__)
 
 
-def make_engine(config: PlannerConfig, clock: Clock, tokenizer=None) -> Engine:
-    if config.replicas > 1:
-        raise ValueError(f"replicas: {config.replicas}: a live planner drives one engine; several replicas are "
-                         "simulated (`lrtrace compare --replicas`)")
+def make_engine(config: PlannerConfig, clock: Clock, tokenizer=None, model: str | None = None) -> Engine:
+    """One engine of the configured kind, in this process."""
     if config.engine == "sim":
         return make_sim_engine(config, clock, tokenizer)
-    return make_vllm_engine(config, clock)
+    return make_vllm_engine(config, clock, model)
 
 
 def make_sim_engine(config: PlannerConfig, clock: Clock, tokenizer=None) -> Engine:
@@ -91,6 +90,46 @@ def make_watched_vllm_engine(config: PlannerConfig, clock: Clock, model: str | N
     the hung one's place for the rest of the run and the runs after it."""
     return WatchedEngine(make_vllm_engine(config, clock, model), config.engine_step_timeout_s,
                          lambda: make_vllm_engine(config, clock, model))
+
+
+class ReplicaPool:
+    """Engine replicas as Ray actors (engine/ray_replica.py), each building the configured
+    engine in its own process; started as runs first need them, and shared by the runs."""
+
+    def __init__(self, config: PlannerConfig, model: str | None = None) -> None:
+        from llm_planner.engine.ray_replica import start_ray
+
+        self.config = config
+        self.model = model
+        self._engines: list[Engine] = []
+        start_ray(config.ray.address)
+
+    def engines(self, count: int, clock: Clock) -> list[Engine]:
+        """The first `count` replicas, each on `clock` (a live planner's wall clock; a
+        simulation gives each its own virtual clock)."""
+        from llm_planner.engine.ray_replica import RayEngine, cluster_cpus, cluster_gpus
+
+        settings = self.config.ray
+        real = self.config.engine == "vllm"
+        # Sim replicas only model time and need no CPU of their own.
+        cpus = settings.cpus_per_replica if real else 0.0
+        gpus = settings.gpus_per_replica if real and cluster_gpus() > 0 else 0.0
+        if count * cpus > cluster_cpus():
+            raise ValueError(f"{count} replicas of {cpus:g} CPUs each do not fit the Ray cluster's "
+                             f"{cluster_cpus():g} CPUs (ray.cpus_per_replica)")
+        while len(self._engines) < count:
+            name = f"engine replica {len(self._engines)}"
+            log.info("starting %s as a Ray actor (%g CPUs, %g GPUs)", name, cpus, gpus)
+            self._engines.append(RayEngine(partial(make_engine, self.config, model=self.model), clock, name,
+                                           cpus, gpus, self.config.engine_step_timeout_s))
+        for engine in self._engines[:count]:
+            engine.reset(clock)
+        return self._engines[:count]
+
+    def close(self) -> None:
+        for engine in self._engines:
+            engine.close()
+        self._engines.clear()
 
 
 def make_watched_engine(config: PlannerConfig, clock: Clock, engine: Engine | None = None) -> WatchedEngine:

@@ -10,6 +10,7 @@ from typing import Callable
 from llm_planner.catalog.skills import load_skill_set
 from llm_planner.catalog.tokenizer import load_tokenizer
 from llm_planner.engine import Engine
+from llm_planner.engine.factory import ReplicaPool
 from llm_planner.lrtrace.composer import compose_preset, list_presets, load_preset, mean_exec_times, preset_traces
 from llm_planner.lrtrace.formats import TraceSet, Workload
 from llm_planner.lrtrace.load import load_traces, load_workload
@@ -165,10 +166,12 @@ def executed_plan_stats(records, config: PlannerConfig) -> dict:
 
 def compare(source: WorkloadSource, runs_of: list[Variant], config: PlannerConfig, seeds: int,
             engine: Engine | None = None, tick: Callable[[str, int, float, float], None] | None = None,
-            advance: Callable[[], None] | None = None, fail_rates: dict[str, float] | None = None) -> Comparison:
+            advance: Callable[[], None] | None = None, fail_rates: dict[str, float] | None = None,
+            replica_pool: ReplicaPool | None = None) -> Comparison:
     """Every variant on every seed's workload. `tick(label, seed, simulated s, horizon s)`
     reports progress within a run, `advance()` the end of one. `fail_rates`: robots fail calls
-    on purpose (catalog/faults.py); each run's results then hold `recovery`."""
+    on purpose (catalog/faults.py); each run's results then hold `recovery`. `replica_pool`:
+    the Ray actors that variants with several replicas run on."""
     if seeds < 1:
         raise ValueError("--seeds must be >= 1")
     tokenizer = load_tokenizer(config.tokenizer)
@@ -179,7 +182,8 @@ def compare(source: WorkloadSource, runs_of: list[Variant], config: PlannerConfi
         for v in runs_of:
             progress = None if tick is None else (lambda t, v=v, seed=seed: tick(v.label, seed, t, horizon))
             runs[v.label].append(simulate(workload, source.traces, v.policy, v.config, seed, tokenizer,
-                                          progress=progress, engine=engine, fail_rates=fail_rates))
+                                          progress=progress, engine=engine, fail_rates=fail_rates,
+                                          replica_pool=replica_pool))
             if advance is not None:
                 advance()
     comparison = Comparison(source.name, runs, {})

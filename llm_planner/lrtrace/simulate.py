@@ -24,7 +24,7 @@ from llm_planner.dispatch.robot_port import CallTimeSource, SimRobots
 from llm_planner.domain.clock import VirtualClock
 from llm_planner.domain.tasks import StatusUpdate, TaskRecord
 from llm_planner.engine import Engine, EngineStats
-from llm_planner.engine.factory import make_sim_engine
+from llm_planner.engine.factory import ReplicaPool, make_sim_engine
 from llm_planner.lrtrace.formats import Trace, TraceSet, Workload
 from llm_planner.lrtrace.jobs import job_request
 from llm_planner.planning.planner import Planner
@@ -79,27 +79,34 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
              tokenizer: Tokenizer | None = None, progress: Callable[[float], None] | None = None,
              on_status: Callable[[StatusUpdate], None] | None = None,
              engine: Engine | None = None, plans: dict[str, str] | None = None,
-             warm_up: bool = False, fail_rates: dict[str, float] | None = None) -> SimulationResult:
+             warm_up: bool = False, fail_rates: dict[str, float] | None = None,
+             replica_pool: ReplicaPool | None = None) -> SimulationResult:
     """Run the whole workload to the end; every task ends in a terminal state. `engine`: a
     real engine to reuse across runs (reset here, and its skill-set prompts warmed up);
     default: a new `sim` engine. `plans`: task id -> plan for the sim engine to replay instead
     of the trace's (e.g. what a real engine generated, to check the sim's timing). `warm_up`:
     start with every skill set's shared prompt cached (always so for a real engine).
-    `fail_rates`: robots fail calls on purpose (catalog/faults.py)."""
+    `fail_rates`: robots fail calls on purpose (catalog/faults.py). `replica_pool`: with more
+    than one replica configured, they are its Ray actors (the real engine's replicas must be);
+    default: sim engines in this process."""
     by_id = check_workload(workload, traces, config)
     clock = VirtualClock()
     events = EventQueue()
-    if engine is None:
-        engine = make_sim_engine(config, clock, tokenizer)
-    elif config.replicas > 1:
-        raise ValueError("several engine replicas are simulated with the sim engine only; "
-                         "the real engine runs as one")
-    else:
-        engine.reset(clock)
-    recorded = engine.needs_recorded_plan
     if config.replicas > 1:
-        engine = ReplicaSet([engine] + [make_sim_engine(config, VirtualClock(), tokenizer)
-                                        for _ in range(config.replicas - 1)])
+        if replica_pool is not None:
+            engines = replica_pool.engines(config.replicas, clock)
+        elif engine is None:
+            engines = [make_sim_engine(config, VirtualClock(), tokenizer) for _ in range(config.replicas)]
+        else:
+            raise ValueError("several replicas of a real engine run as Ray actors: give a ReplicaPool")
+        engine = ReplicaSet(engines)
+        recorded = engines[0].needs_recorded_plan
+    else:
+        if engine is None:
+            engine = make_sim_engine(config, clock, tokenizer)
+        else:
+            engine.reset(clock)
+        recorded = engine.needs_recorded_plan
     times = CallTimeSource(seed, fail_rates)
     statuses = 0
 

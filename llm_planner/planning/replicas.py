@@ -4,18 +4,23 @@ One replica steps on the planner's clock, as a single engine always has: the pla
 the engine runs one iteration, the planner reads its tokens. Several replicas run side by side:
 on a virtual clock each replica that is free starts its next iteration at `now` on a clock of
 its own, and the planner takes the iteration that ends first, so replicas overlap in simulated
-time exactly as separate machines would. A replica's batch changes only between its
-iterations, as in any engine's scheduler.
+time exactly as separate machines would. Replicas that are Ray actors (engine/ray_replica.py)
+run their iterations truly side by side: on a virtual clock as above, each iteration's time
+measured where it ran; on the wall clock, the planner takes whichever ends first. A replica's
+batch changes only between its iterations, as in any engine's scheduler.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from concurrent import futures
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Sequence
 
 from llm_planner.domain.clock import Clock, VirtualClock
-from llm_planner.engine.base import Engine, EngineStats, StepResult
+from llm_planner.engine.base import Engine, EngineError, EngineStats, StepResult
 
 
 @dataclass
@@ -23,14 +28,15 @@ class Replica:
     index: int
     engine: Engine
     clock: VirtualClock | None = None  # its own clock, when replicas overlap in simulated time
-    in_flight: StepResult | None = None  # an iteration started, its tokens not yet read
+    pending: Future | None = None  # an iteration started, its tokens not yet read
+    result: StepResult | None = None  # its tokens, known before they are read (simulated time)
     started_s: float = 0.0
     ends_s: float = 0.0
 
     @property
     def free(self) -> bool:
         """Between iterations: its batch may change."""
-        return self.in_flight is None
+        return self.pending is None
 
 
 @dataclass(frozen=True)
@@ -45,13 +51,18 @@ class StepEvent:
 
 
 class ReplicaSet:
-    def __init__(self, engines: Sequence[Engine]) -> None:
-        """`engines`: one, on the planner's clock, or several on virtual clocks (each gets a
-        fresh one of its own here, so that it can start its iterations at any simulated time)."""
+    def __init__(self, engines: Sequence[Engine], virtual: bool = True, step_timeout_s: float = math.inf) -> None:
+        """`engines`: one, on the planner's clock, or several. `virtual`: several replicas
+        overlap in simulated time, each on a fresh virtual clock of its own (given here, so
+        that it can start its iterations at any simulated time); otherwise they run on the
+        wall clock (Ray actors, engine/ray_replica.py), and one whose iteration takes longer
+        than `step_timeout_s` is reported as hung."""
         if not engines:
             raise ValueError("at least one engine replica is needed")
         self.replicas = [Replica(i, e) for i, e in enumerate(engines)]
-        if len(engines) > 1:
+        self.virtual = virtual
+        self.step_timeout_s = step_timeout_s
+        if len(engines) > 1 and virtual:
             for replica in self.replicas:
                 replica.clock = VirtualClock()
                 replica.engine.reset(replica.clock)
@@ -78,23 +89,57 @@ class ReplicaSet:
         now = clock.now()
         for replica in self.replicas:
             if replica.free and replica.engine.running:
-                replica.clock.advance_to(now)
+                if replica.clock is not None:
+                    replica.clock.advance_to(now)
                 replica.started_s = now
-                try:
-                    replica.in_flight = replica.engine.step()
-                except Exception as exc:  # the planner restarts this replica; the others go on
-                    return StepEvent(replica, None, exc, replica.clock.now() - now)
-                replica.ends_s = replica.clock.now()
+                replica.pending = replica.engine.start_step()
         busy = [r for r in self.replicas if not r.free]
         if not busy:
             return None
+        if self.virtual:
+            return self._first_in_simulated_time(busy, clock, now, until_s)
+        return self._first_on_wall_clock(busy, clock, until_s)
+
+    @staticmethod
+    def _failed(replica: Replica, exc: Exception, elapsed_s: float) -> StepEvent:
+        """The planner restarts this replica; the others go on."""
+        replica.pending = replica.result = None
+        return StepEvent(replica, None, exc, elapsed_s)
+
+    def _first_in_simulated_time(self, busy: list[Replica], clock: Clock, now: float, until_s: float) -> StepEvent:
+        for replica in busy:
+            if replica.result is None:
+                try:
+                    replica.result = replica.engine.end_step(replica.pending)
+                except Exception as exc:
+                    return self._failed(replica, exc, replica.clock.now() - now)
+                replica.ends_s = replica.clock.now()
         first = min(busy, key=lambda r: (r.ends_s, r.index))
         if first.ends_s > until_s:
             clock.advance_to(until_s)
             return StepEvent(first, None, None, 0.0)
         clock.advance_to(first.ends_s)
-        result, first.in_flight = first.in_flight, None
+        result, first.result, first.pending = first.result, None, None
         return StepEvent(first, result, None, first.ends_s - first.started_s)
+
+    def _first_on_wall_clock(self, busy: list[Replica], clock: Clock, until_s: float) -> StepEvent:
+        oldest = min(busy, key=lambda r: r.started_s)
+        wait_s = min(until_s, oldest.started_s + self.step_timeout_s) - clock.now()
+        done, _ = futures.wait([r.pending for r in busy], timeout=max(0.0, wait_s),
+                               return_when=futures.FIRST_COMPLETED)
+        now = clock.now()
+        if not done:
+            if now - oldest.started_s >= self.step_timeout_s:
+                return self._failed(oldest, EngineError(f"engine replica {oldest.index} did not end an iteration "
+                                                        f"within {self.step_timeout_s:g} s"), now - oldest.started_s)
+            return StepEvent(oldest, None, None, 0.0)
+        first = min((r for r in busy if r.pending in done), key=lambda r: r.index)
+        try:
+            result = first.engine.end_step(first.pending, timeout_s=0.0)
+        except Exception as exc:
+            return self._failed(first, exc, now - first.started_s)
+        first.pending = None
+        return StepEvent(first, result, None, now - first.started_s)
 
     @staticmethod
     def _step_alone(replica: Replica, clock: Clock) -> StepEvent | None:
@@ -109,17 +154,21 @@ class ReplicaSet:
 
     @property
     def stats(self) -> EngineStats:
-        """All replicas' counts together (one replica: its own)."""
-        if len(self.replicas) == 1:
-            return self.replicas[0].engine.stats
-        total = EngineStats()
-        for r in self.replicas:
-            s = r.engine.stats
-            total.steps += s.steps
-            total.busy_s += s.busy_s
-            total.generated_tokens += s.generated_tokens
-            total.prefill_tokens.update(s.prefill_tokens)
-            total.prefix_prefill_tokens += s.prefix_prefill_tokens
-            total.resumes.update(s.resumes)
-            total.max_batch = max(total.max_batch, s.max_batch)
+        """All replicas' counts together (one replica: its own): sums, the largest batch, and
+        the per-generation counts and samples of each."""
+        every = [r.engine.stats for r in self.replicas]
+        if len(every) == 1:
+            return every[0]
+        total = type(every[0])()
+        for stats in every:
+            for f in dataclasses.fields(stats):
+                mine, theirs = getattr(total, f.name), getattr(stats, f.name)
+                if f.name == "max_batch":
+                    total.max_batch = max(mine, theirs)
+                elif isinstance(mine, dict):
+                    mine.update(theirs)
+                elif isinstance(mine, list):
+                    mine.extend(theirs)
+                else:
+                    setattr(total, f.name, mine + theirs)
         return total

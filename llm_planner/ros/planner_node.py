@@ -21,11 +21,12 @@ from llm_planner.domain.clock import WallClock
 from llm_planner.domain.names import STATUS_TOPIC, TASKS_TOPIC
 from llm_planner.domain.tasks import StatusUpdate
 from llm_planner.engine import Engine
-from llm_planner.engine.factory import make_watched_engine
+from llm_planner.engine.factory import ReplicaPool, make_watched_engine
 from llm_planner.lrtrace.planbook import PlanBook
 from llm_planner.planning.driver import LiveDriver
 from llm_planner.planning.intake import Rejection, build_request
 from llm_planner.planning.planner import Planner
+from llm_planner.planning.replicas import ReplicaSet
 from llm_planner.ros.hops import HopLog
 from llm_planner.ros.link_process import LinkProcessPort
 from llm_planner.ros.messages import status_message, task_fields
@@ -67,7 +68,15 @@ class PlannerNode(Node):
         self._robot_types = {r.id: r.type for r in fleet.robots}
         self.clock = WallClock()
         self.plans = PlanBook.from_trace_sets(traces if traces is not None else ["timely_tasks"])
-        self._engine = engine = make_watched_engine(config, self.clock, engine)
+        if config.replicas > 1:
+            if engine is not None:
+                raise ValueError(f"replicas: {config.replicas}: the replicas are Ray actors that the node starts; "
+                                 "it cannot share an engine started elsewhere")
+            self._engine = ReplicaPool(config)
+            engine = ReplicaSet(self._engine.engines(config.replicas, self.clock), virtual=False,
+                                step_timeout_s=config.engine_step_timeout_s)
+        else:
+            self._engine = engine = make_watched_engine(config, self.clock, engine)
         self._status_pub = self.create_publisher(TaskStatus, STATUS_TOPIC, TOPIC)
         self.hops = HopLog.from_env(node_name)
         self.planner = Planner(config, get_policy(config.policy), engine, self.clock,
@@ -87,7 +96,9 @@ class PlannerNode(Node):
                                              callback_group=ReentrantCallbackGroup())
         self.driver.start()
         engine_name = (config.engine_profile if config.engine == "sim"
-                       else f"{config.vllm.model}, profile {engine.profile_choice.describe()}")
+                       else f"{config.vllm.model}, profile {self.planner.engine.profile_choice.describe()}")
+        if config.replicas > 1:
+            engine_name += f", {config.replicas} replicas on Ray, placement {config.placement}"
         self.get_logger().info(f"policy {config.policy}, engine {config.engine} ({engine_name}), "
                                f"{len(fleet.robots)} robots, {len(self.plans)} recorded plans")
 

@@ -114,6 +114,17 @@ class VllmConfig(_Strict):
     sampling: dict[str, Any] = Field(default={"temperature": 0.0}, description="vllm.SamplingParams fields")
 
 
+class RayConfig(_Strict):
+    """Where several engine replicas run: each is a Ray actor (engine/ray_replica.py)."""
+
+    address: str = Field(default="", description="a Ray cluster to join (as RAY_ADDRESS); empty: the environment's "
+                         "RAY_ADDRESS, else a local cluster on 127.0.0.1 started by the planner")
+    cpus_per_replica: float = Field(default=1.0, gt=0, description="CPUs each replica's actor holds (a vLLM CPU "
+                                    "replica computes with OMP_NUM_THREADS threads)")
+    gpus_per_replica: float = Field(default=1.0, ge=0, description="GPUs each vLLM replica's actor holds where the "
+                                    "cluster has GPUs (sim replicas hold none)")
+
+
 class PlannerConfig(_Strict):
     policy: PolicyName = Field(default=PolicyName.TIMELY, description="the scheduling policy")
     engine: Literal["sim", "vllm"] = Field(default="sim", description="sim (recorded plans, profiled timing) or "
@@ -142,6 +153,7 @@ class PlannerConfig(_Strict):
     placement: Literal["round-robin", "least-tokens", "deadline"] = Field(
         default="deadline", description="which replica a generation joins: round-robin, least-tokens (fewest "
         "predicted tokens to write) or deadline (where its next segment is predicted to end first)")
+    ray: RayConfig = RayConfig()
     vllm: VllmConfig = VllmConfig()
     # planning/segment_lengths.py
     predictor: str = Field(default="none", min_length=1,
