@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from functools import partial
 
 from llm_planner.domain.clock import WallClock
 from llm_planner.engine.factory import make_vllm_engine
@@ -21,7 +22,7 @@ from llm_planner.lrtrace.load import load_traces
 from llm_planner.settings.config import load_planner_config
 from llm_planner.settings.paths import data_path
 from llm_planner.testing.bench_result import write_bench_result
-from llm_planner.testing.engine_runs import plan_request, run_plans
+from llm_planner.testing.engine_runs import run_plans, trace_plan_requests
 
 
 def main() -> None:
@@ -34,10 +35,7 @@ def main() -> None:
     config = load_planner_config()
     engine = make_vllm_engine(config, WallClock(), args.model)
     traces = load_traces(data_path("config", "traces", "timely_tasks.yaml")).traces
-
-    def requests(batch_id: str):
-        return [plan_request(f"{batch_id}-{t.trace_id}", config.robot_types[t.robot_type].skill_set, t.instruction,
-                             args.max_tokens) for t in traces]
+    requests = partial(trace_plan_requests, config, traces, max_tokens=args.max_tokens)
 
     print(f"1. segmentation overhead: {len(traces)} plans, all in one batch, {args.rounds} rounds (alternating)")
     times: dict[str, list[float]] = {"unsegmented": [], "segmenter only": [], "suspend+resume": []}

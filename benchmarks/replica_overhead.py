@@ -24,7 +24,7 @@ from llm_planner.lrtrace.load import load_traces
 from llm_planner.settings.config import load_planner_config
 from llm_planner.settings.paths import data_path
 from llm_planner.testing.bench_result import write_bench_result
-from llm_planner.testing.engine_runs import plan_request, run_plans
+from llm_planner.testing.engine_runs import run_plans, trace_plan_requests
 
 
 def per_step_ms(engine, requests, segmented: bool) -> tuple[float, list[list[int]]]:
@@ -54,10 +54,7 @@ def main() -> None:
     local = make_vllm_engine(config, WallClock(), args.model)
     remote = RayEngine(partial(make_engine, config, model=args.model), WallClock(), "replica", cpus=1)
     traces = load_traces(data_path("config", "traces", "timely_tasks.yaml")).traces
-
-    def requests(batch_id: str):
-        return [plan_request(f"{batch_id}-{t.trace_id}", config.robot_types[t.robot_type].skill_set, t.instruction,
-                             args.max_tokens) for t in traces]
+    requests = partial(trace_plan_requests, config, traces, max_tokens=args.max_tokens)
 
     print(f"1. the real engine ({local.dtype}), {len(traces)} plans in one batch, {args.rounds} rounds (alternating)")
     times: dict[str, list[float]] = {}

@@ -4,11 +4,11 @@ import math
 
 from llm_planner.domain.tasks import TaskRecord, TaskRequest
 from llm_planner.domain.tuf import Tuf
-from llm_planner.lrtrace.metrics import robot_busy_at_arrival, task_differences
+from llm_planner.lrtrace.metrics import plans_per_min_by_level, robot_busy_at_arrival, summarize, task_differences
 
 
-def record(task_id, robot, arrival, finished, response):
-    r = TaskRecord(TaskRequest(task_id, robot, "tello", "fly", "normal", Tuf(1, 1, 1.5), arrival))
+def record(task_id, robot, arrival, finished, response, level="normal"):
+    r = TaskRecord(TaskRequest(task_id, robot, "tello", "fly", level, Tuf(1, 1, 1.5), arrival))
     r.finished_s, r.response_time_s = finished, response
     return r
 
@@ -29,3 +29,24 @@ def test_task_differences_put_the_largest_live_lag_first_with_both_runs_robot_wa
     assert math.isnan(rows[0]["first_sent_sim_s"])  # records without segments
     rows = task_differences(live, sim, live_first_sent_s={"b": 5.9})
     assert rows[0]["first_sent_live_s"] == 5.9
+
+
+def test_plans_per_minute_count_generated_plans_from_the_first_arrival_to_the_last_plan_done():
+    records = [record("a", "r1", 0.0, 10.0, 0.2), record("b", "r2", 6.0, 12.0, 0.3), record("c", "r3", 9.0, 14.0, 0.3)]
+    records[0].plan_done_s, records[1].plan_done_s = 4.0, 30.0  # c's plan was never generated
+    assert summarize(records)["plans_per_min"] == 4.0  # 2 plans in 30 s
+    for r in records:
+        r.plan_done_s = math.nan
+    assert summarize(records)["plans_per_min"] is None
+
+
+def test_plans_per_minute_over_seeds_add_each_runs_span_instead_of_overlapping_their_clocks():
+    runs = []
+    for _ in range(2):  # two seeds of the same 30 s run, each on its own clock from 0
+        a, b = record("a", "r1", 0.0, 10.0, 0.2), record("b", "r2", 6.0, 12.0, 0.3, level="urgent")
+        a.plan_done_s, b.plan_done_s = 4.0, 30.0
+        runs.append([a, b])
+    rates = plans_per_min_by_level(runs)
+    assert rates["all"] == 4.0  # 4 plans in 2 x 30 s, not in 30 s
+    assert rates["urgent"] == 60.0 * 2 / (2 * 24.0)
+    assert rates["normal"] == 60.0 * 2 / (2 * 4.0)

@@ -14,6 +14,7 @@ from llm_planner.lrtrace import report
 from llm_planner.lrtrace.compare import (
     compare,
     engine_stats_lines,
+    generated_traces,
     parse_counts,
     parse_placements,
     parse_policies,
@@ -32,6 +33,8 @@ def cmd_compare(args) -> int:
     policies = parse_policies(args.policies)
     runs_of = variants(policies, config, args.ablation, parse_counts(args.replicas), parse_placements(args.placement))
     source = resolve_workload(args.workload, args.traces, config, args.duration, args.speed)
+    if args.save_traces and config.engine != "vllm":
+        raise ValueError("--save-traces writes the plans a model generated: give --engine vllm")
     engine = pool = None
     if config.engine == "vllm" and any(v.config.replicas == 1 for v in runs_of):
         from llm_planner.domain.clock import VirtualClock
@@ -76,6 +79,10 @@ def cmd_compare(args) -> int:
             simulated = check_sim(comparison, runs_of, source, engine.profile_choice.path, out)
             results.update({f"{label} (sim)": levels for label, levels in simulated.items()})
     write_json(args.json, results, out)
+    if args.save_traces:
+        traces = generated_traces(comparison, source, str(args.model or config.vllm.model))
+        save(traces, args.save_traces)
+        out.print(f"wrote the {len(traces.traces)} generated plans to {args.save_traces}")
     if not args.no_plots:
         folder = Path(args.plots or Path("out") / source.name)
         folder.mkdir(parents=True, exist_ok=True)
@@ -191,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--check-sim", action="store_true",
                        help="with --engine vllm: re-simulate each run with the sim engine, the real engine's "
                             "profile and the generated plans, and print the timing error")
+        p.add_argument("--save-traces", metavar="FILE",
+                       help="with --engine vllm: write the generated plans as a trace set, for the sim engine to "
+                            "replay (--traces FILE with the same workload)")
 
     p = sub.add_parser("compare", help="simulate one workload under several policies")
     sim_options(p)

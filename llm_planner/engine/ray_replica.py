@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from concurrent.futures import Future
 from typing import Any, Callable
 
@@ -206,11 +207,21 @@ class RayEngine(Engine):
         ops, self._ops = self._ops, []
         return ops
 
-    def kill(self) -> None:
-        """End the actor at once (a replica lost with its machine)."""
+    def kill(self, timeout_s: float = 30.0) -> None:
+        """End the actor at once (a replica lost with its machine), and return once it is gone:
+        Ray ends it asynchronously, and a call made just after `ray.kill` can still be served."""
         import ray
+        from ray.exceptions import RayActorError
 
         ray.kill(self._actor, no_restart=True)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                ray.get(self._actor.describe.remote(), timeout=timeout_s)
+            except RayActorError:
+                return
+            time.sleep(0.05)
+        raise EngineError(f"{self.name} still answers {timeout_s} s after it was killed")
 
     # ------------------------------------------------------------------ Engine
     def add(self, request: GenerationRequest, urgency: float = 0.0) -> None:

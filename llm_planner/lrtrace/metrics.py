@@ -16,7 +16,7 @@ from llm_planner.planning.plan_check import repeated_statements
 from llm_planner.planning.segmenter import split_segments
 
 METRIC_KEYS = ("utility_mean", "utility_pct_of_max", "response_p50_s", "response_p95_s", "plan_done_p50_s",
-               "completion_p50_s", "waiting_mean_s", "tasks")
+               "plans_per_min", "completion_p50_s", "waiting_mean_s", "tasks")
 
 
 def _finite(values: Iterable[float]) -> list[float]:
@@ -27,7 +27,9 @@ def summarize(records: list[TaskRecord], expected_units: dict[str, int] | None =
     """utility_mean: mean task utility (sum of per-segment TUFs); utility_pct_of_max: total
     utility / total maximum (beta per unit); response (arrival -> first action) and waiting
     over tasks that executed; plan_done (arrival -> plan generated; not known from a live
-    recording) and completion (arrival -> last action done) over tasks that succeeded.
+    recording) and completion (arrival -> last action done) over tasks that succeeded;
+    plans_per_min: plans generated per minute, from the first arrival to the last plan done
+    (records of one run; `plans_per_min_by_level` for several).
     A task that did not finish counts with its planned units in the maximum (expected_units:
     task_id -> units of its plan), so a lost or failed task lowers the percentage."""
     expected_units = expected_units or {}
@@ -51,10 +53,34 @@ def summarize(records: list[TaskRecord], expected_units: dict[str, int] | None =
         "response_p50_s": q(response, 50),
         "response_p95_s": q(response, 95),
         "plan_done_p50_s": q(plan_done, 50),
+        "plans_per_min": plans_per_min([records]),
         "completion_p50_s": q(completion, 50),
         "waiting_mean_s": round(float(np.mean(waiting)), 4) if waiting else None,
         "tasks": len(records),
     }
+
+
+def plans_per_min(runs: Iterable[list[TaskRecord]]) -> float | None:
+    """Plans generated per minute over runs that each ran on their own clock: all plans over
+    the sum of each run's span, from its first arrival to its last plan done."""
+    plans, span_s = 0, 0.0
+    for records in runs:
+        generated = [r.plan_done_s for r in records if math.isfinite(r.plan_done_s)]
+        if generated:
+            plans += len(generated)
+            span_s += max(generated) - min(r.request.arrival_s for r in records)
+    return round(60.0 * plans / span_s, 2) if span_s > 0 else None
+
+
+def plans_per_min_by_level(runs: list[list[TaskRecord]]) -> dict[str, float | None]:
+    """`plans_per_min` per urgency level and "all", over several runs (seeds), as `by_level`
+    groups them; pooling the runs' records instead would overlap their clocks."""
+    runs = [original_tasks(records) for records in runs]
+    levels = sorted({r.request.urgency_name for records in runs for r in records})
+    out = {level: plans_per_min([r for r in records if r.request.urgency_name == level] for records in runs)
+           for level in levels}
+    out["all"] = plans_per_min(runs)
+    return out
 
 
 def original_tasks(records: list[TaskRecord]) -> list[TaskRecord]:

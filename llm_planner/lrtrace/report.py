@@ -18,6 +18,7 @@ _HEADERS = {
     "response_p50_s": "response p50 s",
     "response_p95_s": "response p95 s",
     "plan_done_p50_s": "plan done p50 s",
+    "plans_per_min": "plans / min",
     "completion_p50_s": "done p50 s",
     "waiting_mean_s": "waiting mean s",
     "tasks": "tasks",

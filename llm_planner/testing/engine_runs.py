@@ -9,8 +9,10 @@ from dataclasses import dataclass
 
 from llm_planner.catalog.skills import load_skill_set
 from llm_planner.engine.base import Engine, GenerationRequest
+from llm_planner.lrtrace.formats import Trace
 from llm_planner.planning import prompts
 from llm_planner.planning.segmenter import make_segmenter
+from llm_planner.settings.config import PlannerConfig
 
 
 @dataclass
@@ -26,6 +28,14 @@ def plan_request(gen_id: str, skill_set_name: str, task: str, max_tokens: int = 
     """A request as the planner makes it."""
     request = prompts.plan_request(gen_id, load_skill_set(skill_set_name), task, max_tokens=max_tokens)
     return request if constrained else dataclasses.replace(request, grammar=None)
+
+
+def trace_plan_requests(config: PlannerConfig, traces: list[Trace], batch_id: str,
+                        max_tokens: int = 96) -> list[GenerationRequest]:
+    """One request per trace's instruction, each with its robot type's skill set; `batch_id`
+    keeps the generation ids of repeated batches apart."""
+    return [plan_request(f"{batch_id}-{t.trace_id}", config.robot_type(t.robot_type).skill_set, t.instruction,
+                         max_tokens) for t in traces]
 
 
 def run_plans(engine: Engine, requests: list[GenerationRequest], segmented: bool,
