@@ -57,7 +57,8 @@ def test_the_local_cluster_listens_on_loopback_only(cluster):
 
 
 def test_sim_replicas_on_ray_plan_exactly_as_in_process(cluster, config, tokenizer):
-    """The same tokens in the same iterations: every task's plan and times are equal."""
+    """The same tokens in the same iterations: every task's plan and times are equal, with
+    `deadline` placement moving suspended generations between the replicas."""
     config = contended(config)
     source = short_wid2(config)
     workload = source.workload(0)
@@ -71,6 +72,8 @@ def test_sim_replicas_on_ray_plan_exactly_as_in_process(cluster, config, tokeniz
     assert len(local.records) == len(workload.jobs) > 20
     assert outcome(remote) == outcome(local)
     assert remote.engine_stats.steps == local.engine_stats.steps
+    # generations moved between the replicas too (detached from one actor, attached to the other)
+    assert remote.engine_stats.moved_in == local.engine_stats.moved_in > 0
 
 
 def test_a_killed_replica_loses_no_task(cluster, config, tokenizer):

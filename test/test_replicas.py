@@ -9,7 +9,7 @@ from llm_planner.domain.clock import VirtualClock
 from llm_planner.domain.tasks import TaskRequest, TaskState
 from llm_planner.domain.tuf import Tuf
 from llm_planner.engine import SimEngine, load_engine_profile
-from llm_planner.engine.base import GenerationRequest
+from llm_planner.engine.base import EngineError, GenerationRequest
 from llm_planner.lrtrace.compare import parse_counts, parse_placements, variants
 from llm_planner.lrtrace.simulate import EventQueue
 from llm_planner.planning.replicas import ReplicaSet
@@ -142,6 +142,52 @@ def test_a_fault_in_one_replica_fails_only_its_tasks(config, tokenizer):
     assert planner.records["a"].state == TaskState.SUCCEEDED
     assert planner.records["c"].state == TaskState.SUCCEEDED
     assert all(statuses[-1].state.terminal for statuses in [[s for s in statuses if s.task_id == t] for t in "abc"])
+
+
+# ----------------------------------------------------------------- moving a generation
+def test_a_detached_generation_goes_on_in_another_engine_where_it_stopped(tokenizer):
+    """The plan so far is prefilled again with the prompt, and the tokens that follow are the
+    ones the first engine would have produced (the sim engine replays the recorded plan)."""
+    plan = "mf(50);tp();mf(50);tp();"
+    first, second = sim_engine(CPU_PROFILE, tokenizer), sim_engine(CPU_PROFILE, tokenizer)
+    first.add(generation("g", plan))
+    moved_text = "".join(first.step().outputs[0].text for _ in range(4))
+    with pytest.raises(EngineError, match="only a suspended one moves"):
+        first.detach("g")
+    first.suspend("g")
+    continuation = first.detach("g")
+    assert continuation.tokens == 4 and first.running == [] and "g" not in first.stats.resumes
+    with pytest.raises(EngineError, match="unknown generation"):
+        first.context_tokens("g")
+    second.attach(continuation)
+    assert second.context_tokens("g") == first.stats.prefill_tokens["g"] + 4  # its prompt and the plan so far
+    prefilled_before = second.stats.prefill_tokens["g"]
+    finished = False
+    while not finished:
+        (out,) = second.step().outputs
+        moved_text, finished = moved_text + out.text, out.finished
+    assert moved_text == plan
+    assert second.stats.prefill_tokens["g"] - prefilled_before == first.stats.prefill_tokens["g"] + 4
+    assert second.stats.moved_in == 1
+
+
+def test_deadline_placement_moves_a_suspended_generation_off_a_busy_replica(config, tokenizer):
+    """Under the paper's policy every generation pauses after each segment. With one place per
+    replica, a long plan pauses on replica 0 while an urgent task with one long segment takes
+    that place; once replica 1 is free, `deadline` moves the plan there (prefilling it again)
+    instead of leaving it to wait; the other placements keep it where its context is."""
+    long_plan = "mf(50);" * 12
+    alert_plan = "l('" + "the red door on the left " * 8 + "');"  # one long segment
+    tasks = [request("long", "drone1", plan=long_plan), request("other", "drone2", plan="mf(50);" * 3),
+             request("alert", "drone3", plan=alert_plan, urgency="urgent", arrival=0.3)]
+    moved, _ = run(config, tokenizer, tasks, replicas=2, placement="deadline", policy="timelyllm-paper")
+    kept, _ = run(config, tokenizer, tasks, replicas=2, placement="least-tokens", policy="timelyllm-paper")
+    for planner in (moved, kept):
+        assert {r.state for r in planner.records.values()} == {TaskState.SUCCEEDED}
+        assert planner.records["long"].plan == long_plan
+    assert sum(r.engine.stats.moved_in for r in moved.replicas) >= 1
+    assert sum(r.engine.stats.moved_in for r in kept.replicas) == 0
+    assert moved.records["long"].plan_done_s < kept.records["long"].plan_done_s
 
 
 # ----------------------------------------------------------------- placement policies

@@ -101,6 +101,17 @@ RESUME_FAULTS = {
 }
 
 
+def test_a_generation_moved_at_every_segment_goes_on_exactly(engine, uninterrupted):
+    """Detached at every segment boundary and attached again (what moving it to another
+    replica does: a new request with the prompt and the plan so far, its grammar matcher
+    brought to the plan so far): the tokens and text of an uninterrupted run."""
+    engine.reset()
+    before = engine.stats.moved_in
+    moved = run_plans(engine, exactness_requests(), segmented=True, move=True)[0]
+    assert engine.stats.moved_in - before == sum(r.suspensions for r in moved.values()) >= len(TASKS)
+    assert resume_differences(uninterrupted[True], moved, engine.tokenizer) == []
+
+
 @pytest.mark.ray
 def test_a_vllm_replica_on_ray_resumes_exactly_as_in_process(engine, uninterrupted, config):
     """The engine in a Ray actor (one CPU), driven through the replica's messages: every

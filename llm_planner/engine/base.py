@@ -48,6 +48,20 @@ class EngineStats:
     prefix_prefill_tokens: int = 0  # shared system prompts, prefilled once each
     resumes: dict[str, int] = field(default_factory=dict)
     max_batch: int = 0
+    moved_in: int = 0  # generations that came from another replica (attach)
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """A suspended generation taken out of one engine to go on in another (a replica move):
+    its request and how far it got. The engine it joins prefills the prompt and the plan so
+    far, and continues exactly where the first one stopped."""
+
+    request: GenerationRequest
+    tokens: int  # generated so far
+    token_ids: tuple[int, ...] = ()  # their ids, for an engine whose next tokens follow from them (vLLM)
+    reported_tokens: int = 0  # of those, how many were already turned into text (incremental detokenization)
+    text_context_from: int = 0  # where the text context of the next tokens starts
 
 
 class EngineError(RuntimeError):
@@ -77,6 +91,16 @@ class Engine(ABC):
     @abstractmethod
     def release(self, gen_id: str) -> None:
         """Forget a generation (finished or aborted) and free its context."""
+
+    def detach(self, gen_id: str) -> Continuation:
+        """Take a suspended generation out of this engine (its context is freed), to be attached
+        to another."""
+        raise EngineError(f"{type(self).__name__} cannot move generations")
+
+    def attach(self, continuation: Continuation, urgency: float = 0.0) -> None:
+        """Go on with a generation detached from another engine: its prompt and the plan so far
+        are prefilled here, then it runs as if it had never left."""
+        raise EngineError(f"{type(self).__name__} cannot move generations")
 
     @abstractmethod
     def step(self) -> StepResult:

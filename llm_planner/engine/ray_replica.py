@@ -25,7 +25,7 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from llm_planner.domain.clock import Clock, VirtualClock, WallClock
-from llm_planner.engine.base import Engine, EngineError, EngineStats, GenerationRequest, StepResult
+from llm_planner.engine.base import Continuation, Engine, EngineError, EngineStats, GenerationRequest, StepResult
 from llm_planner.engine.ray_compat import keep_on_loopback
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,15 @@ class EngineHost:
         self._apply(ops)
         self.engine.add(request, urgency)
         return self.engine.context_tokens(request.gen_id), self.engine.kv_free_tokens()
+
+    def detach(self, ops: list[Op], gen_id: str) -> tuple[Continuation, int]:
+        self._apply(ops)
+        return self.engine.detach(gen_id), self.engine.kv_free_tokens()
+
+    def attach(self, ops: list[Op], continuation: Continuation, urgency: float) -> tuple[int, int]:
+        self._apply(ops)
+        self.engine.attach(continuation, urgency)
+        return self.engine.context_tokens(continuation.request.gen_id), self.engine.kv_free_tokens()
 
     def step(self, ops: list[Op], start_s: float) -> tuple[StepResult, dict[str, int], int]:
         self._apply(ops)
@@ -231,6 +240,23 @@ class RayEngine(Engine):
         self._order.append(request.gen_id)
         self._context[request.gen_id] = context
         self._prefixes.add(request.prefix_key)
+
+    def detach(self, gen_id: str) -> Continuation:
+        self._known(gen_id)
+        continuation, self._kv_free = self._get(self._actor.detach.remote(self._take_ops(), gen_id))
+        del self._context[gen_id]
+        if gen_id in self._order:
+            self._order.remove(gen_id)
+        return continuation
+
+    def attach(self, continuation: Continuation, urgency: float = 0.0) -> None:
+        gen_id = continuation.request.gen_id
+        if gen_id in self._context:
+            raise EngineError(f"generation {gen_id} already exists")
+        context, self._kv_free = self._get(self._actor.attach.remote(self._take_ops(), continuation, urgency))
+        self._order.append(gen_id)
+        self._context[gen_id] = context
+        self._prefixes.add(continuation.request.prefix_key)
 
     def _known(self, gen_id: str) -> None:
         if gen_id not in self._context:

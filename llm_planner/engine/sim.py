@@ -14,7 +14,15 @@ from tokenizers import Tokenizer
 
 from llm_planner.catalog.tokenizer import count_tokens, token_pieces
 from llm_planner.domain.clock import Clock
-from llm_planner.engine.base import Engine, EngineError, EngineStats, GenerationRequest, StepResult, TokenOutput
+from llm_planner.engine.base import (
+    Continuation,
+    Engine,
+    EngineError,
+    EngineStats,
+    GenerationRequest,
+    StepResult,
+    TokenOutput,
+)
 from llm_planner.engine.profile import EngineProfile
 
 # Chat-template tokens around the task text (role markers); SmolLM2/Llama-3 use about this.
@@ -130,6 +138,20 @@ class SimEngine(Engine):
         gen = self._gens.pop(gen_id, None)
         if gen is not None and gen.running:
             self._order.remove(gen_id)
+
+    def detach(self, gen_id: str) -> Continuation:
+        gen = self._get(gen_id)
+        if gen.running:
+            raise EngineError(f"generation {gen_id} is running; only a suspended one moves")
+        del self._gens[gen_id]
+        return Continuation(gen.request, gen.emitted)
+
+    def attach(self, continuation: Continuation, urgency: float = 0.0) -> None:
+        self.add(continuation.request, urgency)
+        gen = self._gens[continuation.request.gen_id]
+        gen.emitted = continuation.tokens
+        gen.prefill_left += continuation.tokens  # the plan so far, prefilled after the prompt
+        self.stats.moved_in += 1
 
     @property
     def running(self) -> list[str]:

@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from llm_planner.domain.clock import Clock
-from llm_planner.engine.base import Engine, EngineError, EngineStats, GenerationRequest, StepResult, TokenOutput
+from llm_planner.engine.base import (
+    Continuation,
+    Engine,
+    EngineError,
+    EngineStats,
+    GenerationRequest,
+    StepResult,
+    TokenOutput,
+)
 from llm_planner.engine.models import tuned_skill_sets
 from llm_planner.engine.profile import ProfileChoice
 from llm_planner.engine.vllm_compat import check_vllm_version, engine_limits, shut_down
@@ -185,6 +193,9 @@ class VllmEngine(Engine):
 
     # ------------------------------------------------------------------ lifecycle
     def add(self, request: GenerationRequest, urgency: float = 0.0) -> None:
+        self._start(self._new_sequence(request), urgency)
+
+    def _new_sequence(self, request: GenerationRequest) -> _VllmSequence:
         if request.gen_id in self._gens:
             raise EngineError(f"generation {request.gen_id} already exists")
         ids, prefix_len = self.chat_ids(request)
@@ -196,7 +207,27 @@ class VllmEngine(Engine):
         self._gens[request.gen_id] = gen
         self.stats.prefill_tokens[request.gen_id] = 0
         self._seen_prefixes.add(request.prefix_key)
-        self._start(gen, urgency)
+        return gen
+
+    def detach(self, gen_id: str) -> Continuation:
+        gen = self._get(gen_id)
+        if gen.vllm_id is not None:
+            raise EngineError(f"generation {gen_id} is running; only a suspended one moves")
+        if gen.finished:
+            raise EngineError(f"generation {gen_id} has finished; there is nothing to move")
+        self.release(gen_id)
+        return Continuation(gen.request, len(gen.out_ids), tuple(gen.out_ids), gen.read_offset, gen.prefix_offset)
+
+    def attach(self, continuation: Continuation, urgency: float = 0.0) -> None:
+        gen = self._new_sequence(continuation.request)
+        gen.out_ids = list(continuation.token_ids)
+        gen.read_offset, gen.prefix_offset = continuation.reported_tokens, continuation.text_context_from
+        try:
+            self._start(gen, urgency)
+        except EngineError:
+            self.release(gen.request.gen_id)
+            raise
+        self.stats.moved_in += 1
 
     def _start(self, gen: _VllmSequence, urgency: float) -> None:
         budget = min(gen.request.max_tokens, self.max_plan_tokens, self.max_model_len - len(gen.prompt_ids))

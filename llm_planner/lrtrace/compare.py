@@ -240,7 +240,8 @@ def recorded_plan_stats(traces: TraceSet, workload: Workload, config: PlannerCon
 
 
 def engine_stats_lines(runs: dict[str, list[SimulationResult]]) -> list[str]:
-    """What a real engine did in each run: generated tokens, prefix-cache use, resumes."""
+    """What a real engine did in each run: generated tokens, prefix-cache use, resumes, and
+    generations moved between replicas."""
     lines = []
     for label, sims in runs.items():
         stats = [s.engine_stats for s in sims]
@@ -250,5 +251,6 @@ def engine_stats_lines(runs: dict[str, list[SimulationResult]]) -> list[str]:
         lines.append(f"{label:12s} engine: {sum(s.generated_tokens for s in stats)} tokens in "
                      f"{sum(s.steps for s in stats)} steps ({sum(s.busy_s for s in stats):.1f} s busy); prefix cache "
                      f"{cached}/{prompt} prompt tokens"
-                     + (f"; {resumes} resumes, {r_cached}/{r_prompt} of their prompt tokens cached" if resumes else ""))
+                     + (f"; {resumes} resumes, {r_cached}/{r_prompt} of their prompt tokens cached" if resumes else "")
+                     + (f"; {moved} moved to another replica" if (moved := sum(s.moved_in for s in stats)) else ""))
     return lines

@@ -14,6 +14,7 @@ generation on one.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections import deque
@@ -120,7 +121,8 @@ class Planner:
         self.queue = policy.make_queue(behaviour)
         self.batches = [BatchController(config.batch, replica.engine, latency_guided=behaviour.latency_guided,
                                         preemptive=behaviour.preemptive, shrink=behaviour.shrinks_batch,
-                                        consolidation=config.rtlm if behaviour.prices_whole_plans else None)
+                                        consolidation=config.rtlm if behaviour.prices_whole_plans else None,
+                                        replica=replica.index)
                         for replica in self.replicas]
         self.placement = make_placement(config.placement)
         self.records: dict[str, TaskRecord] = {}  # every task still running and the finished ones kept
@@ -354,6 +356,7 @@ class Planner:
         waits for it; the others go where the placement policy puts them now."""
         loads = [self._load(r, now) for r in self.replicas]
         shares: list[list[QueueEntry]] = [[] for _ in self.replicas]
+        resumed_ahead = [0] * len(self.replicas)  # suspended generations ahead in the queue, per replica
         for entry in self.queue.in_order(now):
             gen = self._gens[entry.gen_id]
             if gen.replica is None:
@@ -361,9 +364,27 @@ class Planner:
                 index = self.placement.choose(candidate, loads)
                 loads[index].take(candidate)
             else:
-                index = gen.replica
+                index = self._moved_to(gen, loads, resumed_ahead[gen.replica], now)
+                if index == gen.replica:
+                    resumed_ahead[index] += 1
             shares[index].append(entry)
         return [QueueShare(self.queue, entries) for entries in shares]
+
+    def _moved_to(self, gen: PlanGeneration, loads: list[ReplicaLoad], ahead: int, now: float) -> int:
+        """The replica a suspended generation goes on in: its own, or where the placement moves
+        it (planned here, carried out if that replica admits it)."""
+        home = gen.replica
+        if not (gen.in_engine and self.placement.moves):
+            return home
+        context = self.replicas[home].engine.context_tokens(gen.task_id)
+        stay = dataclasses.replace(self._candidate(gen, now), prompt_tokens=0)
+        moved = dataclasses.replace(stay, prompt_tokens=context)
+        here = dataclasses.replace(loads[home], waiting=ahead, placed=list(loads[home].placed))
+        target = self.placement.move(stay, here, moved, loads)
+        if target is None:
+            return home
+        loads[target].take(moved)
+        return target
 
     def _candidate(self, gen: PlanGeneration, now: float) -> Candidate:
         return Candidate(gen.task_id, self.engine.prompt_tokens(gen.request), gen.expected_segment_tokens,
@@ -408,7 +429,9 @@ class Planner:
             # suspending policies; arrival order (the same urgency for all) for the vLLM baselines.
             urgency = -entry.deadline_s if self.behaviour.preemptive and math.isfinite(entry.deadline_s) else 0.0
             try:
-                if gen.in_engine:
+                if gen.in_engine and gen.replica != replica.index:
+                    self._move(gen, replica, urgency)
+                elif gen.in_engine:
                     engine.resume(gen.task_id, urgency)
                 else:
                     engine.add(gen.request, urgency)
@@ -420,6 +443,15 @@ class Planner:
                 continue
             gen.run_started_s = now
             self._emit(gen.record, TaskState.GENERATING, segment_index=len(gen.record.segments))
+
+    def _move(self, gen: PlanGeneration, to: Replica, urgency: float) -> None:
+        """Out of the replica that holds its context, into `to`, which prefills it again."""
+        continuation = self.replicas[gen.replica].engine.detach(gen.task_id)
+        gen.replica = None  # if `to` refuses it, the generation has left every engine
+        gen.in_engine = False
+        to.engine.attach(continuation, urgency)
+        gen.in_engine = True
+        self._place(gen, to.index)
 
     def _on_token(self, gen: PlanGeneration, out: TokenOutput, now: float) -> None:
         record = gen.record

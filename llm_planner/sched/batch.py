@@ -36,7 +36,9 @@ class BatchMember(Protocol):
     task_id: str
     request: GenerationRequest
     entry: QueueEntry | None
-    in_engine: bool  # its context is in the engine (a resume, no prompt prefill)
+    in_engine: bool  # its context is in an engine (a resume there, no prompt prefill)
+    replica: int | None  # the replica that engine is
+    tokens: int  # generated so far (prefilled again with the prompt where it moves to another replica)
     seg_tokens: int  # tokens generated since its last segment boundary
     expected_segment_tokens: float  # what its current segment is expected to take
     deadline_s: float  # when its current segment is due
@@ -52,13 +54,14 @@ class Selection:
 
 class BatchController:
     def __init__(self, config: BatchConfig, engine: Engine, latency_guided: bool, preemptive: bool,
-                 shrink: bool = False, consolidation: RtlmConfig | None = None) -> None:
+                 shrink: bool = False, consolidation: RtlmConfig | None = None, replica: int = 0) -> None:
         self.max_batch_size = config.max_batch_size
         self.consolidation = consolidation
         self.latency_guided = latency_guided
         self.preemptive = preemptive
         self.shrink = shrink
         self.engine = engine
+        self.replica = replica  # which replica `engine` is
         self.deferred = 0  # admissions postponed to protect a running generation's deadline
         self._shrunk_for: str | None = None  # the generation the batch is shrunk for, while it runs
 
@@ -94,18 +97,19 @@ class BatchController:
                 victim = min(victims, key=lambda g: queue.priority(g.entry, now))
                 if queue.priority(entry, now) <= queue.priority(victim.entry, now):
                     break
-            if gen.in_engine:
+            resume = gen.in_engine and gen.replica == self.replica
+            if resume:
                 prefill, new_context = 0, self.engine.context_tokens(gen.task_id)
                 kv_needed = math.ceil(gen.expected_segment_tokens)
-            else:
-                prefill = self.engine.prompt_tokens(gen.request)
+            else:  # a new generation, or one moving here from another replica with its plan so far
+                prefill = self.engine.prompt_tokens(gen.request) + (gen.tokens if gen.in_engine else 0)
                 new_context, kv_needed = prefill, prefill + math.ceil(gen.expected_segment_tokens)
             if kv_needed > kv_free:
                 break
             base = [g for g in batch if g is not victim]
             base_context = context - (self.engine.context_tokens(victim.task_id) if victim else 0)
             if self.latency_guided and not self._keeps_deadlines(
-                    base, base_context + new_context, prefill_total + prefill, resumes + int(gen.in_engine), now):
+                    base, base_context + new_context, prefill_total + prefill, resumes + int(resume), now):
                 self.deferred += 1
                 break
             if victim is not None:
@@ -116,7 +120,7 @@ class BatchController:
             batch = base + [gen]
             context = base_context + new_context
             prefill_total += prefill
-            resumes += int(gen.in_engine)
+            resumes += int(resume)
             kv_free -= kv_needed
             if self.shrink and (critical is None or entry.tuf.beta > critical.entry.tuf.beta):
                 critical = self._critical(batch)

@@ -1,9 +1,9 @@
 """Placement: which engine replica a generation joins when it first enters an engine.
 
 The ready queue stays global; each replica has its own batch controller and KV cache. A
-generation stays on the replica it is placed on until its plan ends (its context, the prefix
-cache of its prompt and plan so far, is there); it waits in the global queue, in the queue's
-order, for a place in that replica's batch. Policies:
+generation stays on the replica it is placed on (its context, the prefix cache of its prompt
+and plan so far, is there) unless the placement moves it; it waits in the global queue, in the
+queue's order, for a place in that replica's batch. Policies:
 
 - `round-robin`: the replicas in turn, as a task arrives (as a load balancer routes requests);
 - `least-tokens` (Mico): as a task arrives, the replica with the fewest predicted tokens still
@@ -11,7 +11,9 @@ order, for a place in that replica's batch. Policies:
   next segment's l_max);
 - `deadline`: placed only when a replica could admit it, in the queue's priority order: the
   replica where its next segment is predicted to end first, from that replica's batch, context
-  and step-time profile (a full batch adds the wait for its first slot to come free).
+  and step-time profile (a full batch adds the wait for its first slot to come free). A
+  suspended generation moves to another replica when its next segment is predicted to end
+  sooner there, its prompt and plan so far prefilled again included, than on its own replica.
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class ReplicaLoad:
 class Placement(ABC):
     name: ClassVar[str]
     at_arrival: ClassVar[bool]  # placed when the task arrives (else when a replica could admit it)
+    moves: ClassVar[bool] = False  # may move a suspended generation to another replica
 
     @abstractmethod
     def choose(self, candidate: Candidate, replicas: list[ReplicaLoad]) -> int:
@@ -92,6 +95,12 @@ class Placement(ABC):
 
     def placed(self, index: int) -> None:
         """A generation was placed on replica `index`."""
+
+    def move(self, stay: Candidate, home: ReplicaLoad, moved: Candidate, replicas: list[ReplicaLoad]) -> int | None:
+        """Where a suspended generation should go on: None to stay on `home`, which holds its
+        context (`stay`: resumed there), else the replica it should move to (`moved`: its
+        prompt and plan so far prefilled there)."""
+        return None
 
 
 class RoundRobin(Placement):
@@ -119,9 +128,15 @@ class LeastTokens(Placement):
 class Deadline(Placement):
     name = "deadline"
     at_arrival = False
+    moves = True
 
     def choose(self, candidate: Candidate, replicas: list[ReplicaLoad]) -> int:
         return min(replicas, key=lambda r: (r.segment_end_s(candidate), r.tokens, r.index)).index
+
+    def move(self, stay: Candidate, home: ReplicaLoad, moved: Candidate, replicas: list[ReplicaLoad]) -> int | None:
+        others = [r for r in replicas if r.index != home.index]
+        best = min(others, key=lambda r: (r.segment_end_s(moved), r.index))
+        return best.index if best.segment_end_s(moved) < home.segment_end_s(stay) else None
 
 
 PLACEMENTS: dict[str, type[Placement]] = {p.name: p for p in (RoundRobin, LeastTokens, Deadline)}

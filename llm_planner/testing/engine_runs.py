@@ -39,11 +39,12 @@ def trace_plan_requests(config: PlannerConfig, traces: list[Trace], batch_id: st
 
 
 def run_plans(engine: Engine, requests: list[GenerationRequest], segmented: bool,
-              suspend: bool = True) -> tuple[dict[str, PlanRun], float]:
+              suspend: bool = True, move: bool = False) -> tuple[dict[str, PlanRun], float]:
     """Generate every request to its end, all in one batch; returns the runs and the wall time.
     Segmented: the segmenter reads every token and, with `suspend`, each generation is
     suspended at every segment boundary and resumed before the next step (a new vLLM request
-    with prompt + generated ids): the most resumes a plan can have."""
+    with prompt + generated ids): the most resumes a plan can have. `move`: instead of being
+    resumed, it is detached and attached again, as a move to another replica is."""
     segmenters = {r.gen_id: make_segmenter(load_skill_set(r.prefix_key)) for r in requests}
     texts = {r.gen_id: "" for r in requests}
     suspensions = {r.gen_id: 0 for r in requests}
@@ -54,7 +55,10 @@ def run_plans(engine: Engine, requests: list[GenerationRequest], segmented: bool
         engine.add(r)
     while engine.running or suspended:
         for gen_id in suspended:
-            engine.resume(gen_id)
+            if move:
+                engine.attach(engine.detach(gen_id))
+            else:
+                engine.resume(gen_id)
         suspended = []
         for out in engine.step().outputs:
             texts[out.gen_id] += out.text
