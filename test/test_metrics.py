@@ -4,7 +4,7 @@ import math
 
 from llm_planner.domain.tasks import TaskRecord, TaskRequest
 from llm_planner.domain.tuf import Tuf
-from llm_planner.lrtrace.metrics import plans_per_min_by_level, robot_busy_at_arrival, summarize, task_differences
+from llm_planner.lrtrace.metrics import by_level, robot_busy_at_arrival, summarize, task_differences
 
 
 def record(task_id, robot, arrival, finished, response, level="normal"):
@@ -46,7 +46,7 @@ def test_plans_per_minute_over_seeds_add_each_runs_span_instead_of_overlapping_t
         a, b = record("a", "r1", 0.0, 10.0, 0.2), record("b", "r2", 6.0, 12.0, 0.3, level="urgent")
         a.plan_done_s, b.plan_done_s = 4.0, 30.0
         runs.append([a, b])
-    rates = plans_per_min_by_level(runs)
-    assert rates["all"] == 4.0  # 4 plans in 2 x 30 s, not in 30 s
-    assert rates["urgent"] == 60.0 * 2 / (2 * 24.0)
-    assert rates["normal"] == 60.0 * 2 / (2 * 4.0)
+    levels = by_level([r for run in runs for r in run], runs=runs)
+    assert levels["all"]["plans_per_min"] == 4.0  # 4 plans in 2 x 30 s, not in 30 s
+    assert levels["urgent"]["plans_per_min"] == 60.0 * 2 / (2 * 24.0)
+    assert levels["normal"]["plans_per_min"] == 60.0 * 2 / (2 * 4.0)

@@ -19,7 +19,6 @@ from llm_planner.lrtrace.metrics import (
     by_level,
     original_tasks,
     plan_stats,
-    plans_per_min_by_level,
     recovery,
     terminal_counts,
 )
@@ -216,9 +215,8 @@ def compare(source: WorkloadSource, runs_of: list[Variant], config: PlannerConfi
     comparison = Comparison(source.name, runs, {})
     for label in runs:
         records = comparison.records(label)
-        comparison.results[label] = by_level(records, planned_units(records, config))
-        for level, rate in plans_per_min_by_level([run.records for run in runs[label]]).items():
-            comparison.results[label][level]["plans_per_min"] = rate
+        comparison.results[label] = by_level(records, planned_units(records, config),
+                                             [run.records for run in runs[label]])
     for label in runs:
         comparison.results[label]["plans"] = executed_plan_stats(comparison.records(label), config)
         if fail_rates:

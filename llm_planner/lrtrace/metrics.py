@@ -23,13 +23,15 @@ def _finite(values: Iterable[float]) -> list[float]:
     return [v for v in values if v is not None and math.isfinite(v)]
 
 
-def summarize(records: list[TaskRecord], expected_units: dict[str, int] | None = None) -> dict[str, float | int | None]:
+def summarize(records: list[TaskRecord], expected_units: dict[str, int] | None = None,
+              runs: list[list[TaskRecord]] | None = None) -> dict[str, float | int | None]:
     """utility_mean: mean task utility (sum of per-segment TUFs); utility_pct_of_max: total
     utility / total maximum (beta per unit); response (arrival -> first action) and waiting
     over tasks that executed; plan_done (arrival -> plan generated; not known from a live
     recording) and completion (arrival -> last action done) over tasks that succeeded;
     plans_per_min: plans generated per minute, from the first arrival to the last plan done
-    (records of one run; `plans_per_min_by_level` for several).
+    (`runs`: the same records split by run, where they come from several, each on its own
+    clock; default: one run).
     A task that did not finish counts with its planned units in the maximum (expected_units:
     task_id -> units of its plan), so a lost or failed task lowers the percentage."""
     expected_units = expected_units or {}
@@ -53,7 +55,7 @@ def summarize(records: list[TaskRecord], expected_units: dict[str, int] | None =
         "response_p50_s": q(response, 50),
         "response_p95_s": q(response, 95),
         "plan_done_p50_s": q(plan_done, 50),
-        "plans_per_min": plans_per_min([records]),
+        "plans_per_min": plans_per_min(runs if runs is not None else [records]),
         "completion_p50_s": q(completion, 50),
         "waiting_mean_s": round(float(np.mean(waiting)), 4) if waiting else None,
         "tasks": len(records),
@@ -72,32 +74,25 @@ def plans_per_min(runs: Iterable[list[TaskRecord]]) -> float | None:
     return round(60.0 * plans / span_s, 2) if span_s > 0 else None
 
 
-def plans_per_min_by_level(runs: list[list[TaskRecord]]) -> dict[str, float | None]:
-    """`plans_per_min` per urgency level and "all", over several runs (seeds), as `by_level`
-    groups them; pooling the runs' records instead would overlap their clocks."""
-    runs = [original_tasks(records) for records in runs]
-    levels = sorted({r.request.urgency_name for records in runs for r in records})
-    out = {level: plans_per_min([r for r in records if r.request.urgency_name == level] for records in runs)
-           for level in levels}
-    out["all"] = plans_per_min(runs)
-    return out
-
-
 def original_tasks(records: list[TaskRecord]) -> list[TaskRecord]:
     """The tasks asked for, without the planner's error follow-ups."""
     return [r for r in records if r.request.follow_up is None]
 
 
-def by_level(records: list[TaskRecord], expected_units: dict[str, int] | None = None) -> dict[str, dict]:
+def by_level(records: list[TaskRecord], expected_units: dict[str, int] | None = None,
+             runs: list[list[TaskRecord]] | None = None) -> dict[str, dict]:
     """{level: metrics} for each urgency level present, plus "all". The planner's error
     follow-ups are not counted here (`recovery` reports them): a task its robot failed counts
-    with the units it did not execute, so failures show as lost utility."""
+    with the units it did not execute, so failures show as lost utility. `runs`: the same
+    records split by run (seeds), where they come from several (see `summarize`)."""
     records = original_tasks(records)
+    runs = [original_tasks(run) for run in runs] if runs is not None else [records]
     groups: dict[str, list[TaskRecord]] = defaultdict(list)
     for r in records:
         groups[r.request.urgency_name].append(r)
-    out = {level: summarize(rs, expected_units) for level, rs in sorted(groups.items())}
-    out["all"] = summarize(records, expected_units)
+    out = {level: summarize(rs, expected_units, [[r for r in run if r.request.urgency_name == level] for run in runs])
+           for level, rs in sorted(groups.items())}
+    out["all"] = summarize(records, expected_units, runs)
     return out
 
 

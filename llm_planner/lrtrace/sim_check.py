@@ -35,13 +35,13 @@ def check_sim(comparison: Comparison, runs_of: list[Variant], source: WorkloadSo
         table.add_column(col, justify="left" if col in ("policy", "timing") else "right")
     for label, sims in comparison.runs.items():
         errors: dict[str, list[tuple[float, float]]] = {k: [] for k in TIMINGS}
-        sim_records = []
+        sim_runs = []
         policy, sim_config = setups[label]
         for real in sims:
             plans = {r.request.task_id: r.plan for r in real.records}
             simulated = simulate(source.workload(real.seed), source.traces, policy, sim_config, real.seed,
                                  plans=plans, warm_up=True)
-            sim_records += simulated.records
+            sim_runs.append(simulated.records)
             by_task = {r.request.task_id: r for r in simulated.records}
             for r in real.records:
                 for key, get in TIMINGS.items():
@@ -56,7 +56,8 @@ def check_sim(comparison: Comparison, runs_of: list[Variant], source: WorkloadSo
             abs_err = sum(abs(a - b) for a, b in pairs) / len(pairs)
             table.add_row(label, key, f"{real_mean:.3f}", f"{sim_mean:.3f}", f"{abs_err:.3f}",
                           f"{100 * abs_err / real_mean:.1f}" if real_mean > 0 else "-")
-        simulated_levels[label] = by_level(sim_records, planned_units(sim_records, sim_config))
+        sim_records = [r for run in sim_runs for r in run]
+        simulated_levels[label] = by_level(sim_records, planned_units(sim_records, sim_config), sim_runs)
     out.print(table)
     real_levels = {label: comparison.results[label] for label in comparison.runs}
     print_agreement(real_levels, simulated_levels, out)
