@@ -131,3 +131,18 @@ def test_save_traces_needs_the_real_engine(tmp_path, capsys):
                          "--no-plots", "--quiet"]) == 2
     assert "give --engine vllm" in " ".join(capsys.readouterr().err.split())
     assert not (tmp_path / "t.yaml").exists()
+
+
+def test_levels_keep_only_the_jobs_of_those_urgency_levels(capsys):
+    from llm_planner.lrtrace.compare import parse_levels
+
+    config = load_planner_config()
+    full = resolve_workload("config/jobs/urgent_under_load.yaml", "config/traces/timely_tasks.yaml", config)
+    urgent = resolve_workload("config/jobs/urgent_under_load.yaml", "config/traces/timely_tasks.yaml", config,
+                              levels=parse_levels("urgent", config))
+    records = compare(full, variants(["timely"], config, ablation=False), config, seeds=1).runs["timely"][0].records
+    urgent_ids = {r.request.task_id for r in records if r.request.urgency_name == "urgent"}
+    assert 0 < len(urgent_ids) < len(records)
+    assert {j.task_id for j in urgent.workload(0).jobs} == urgent_ids
+    assert lrtrace_main(["compare", "wid1", "--duration", "30", "--levels", "critical", "--quiet", "--no-plots"]) != 0
+    assert "unknown urgency levels ['critical']" in capsys.readouterr().err

@@ -2,10 +2,10 @@ import math
 import random
 
 import pytest
-from llm_planner.testing.naive_queue import NaiveRebuildQueue
 
 from llm_planner.domain.tuf import Tuf
 from llm_planner.sched.queues import PudQueue, QueueEntry, StaticQueue, bucket_gen_time, get_policy
+from llm_planner.testing.naive_queue import NaiveRebuildQueue
 
 NORMAL, URGENT = Tuf(1, 1, 1.5), Tuf(2, 0.2, 0.5)
 
@@ -173,3 +173,37 @@ def test_rtlm_consolidates_batches_of_similar_predicted_length():
     assert not controller._consolidates(plan(10), batch)
     assert controller._consolidates(plan(500), [])  # an empty batch takes anything
     assert not controller._consolidates(plan(25), batch + [plan(25)])  # b = 3 reached
+
+
+def test_a_batch_shrunk_for_an_urgent_generation_stays_shrunk_while_it_runs_alone():
+    """Once every generation that could wait is suspended and the urgent one decodes alone,
+    the suspended ones stay out (they can still wait) while their return would cost it
+    utility: they do not come straight back to slow it down again, and they return once its
+    segment has slack."""
+    from types import SimpleNamespace
+
+    from llm_planner.sched.batch import BatchController
+    from llm_planner.settings.config import BatchConfig
+
+    engine = SimpleNamespace(context_tokens=lambda gen_id: 100, kv_free_tokens=lambda: 10_000,
+                             prompt_tokens=lambda request: 50,
+                             predict_step_s=lambda batch, context, prefill=0, resumes=0: 0.0075 * max(1, batch))
+
+    def member(gid, e, deadline_s):
+        return SimpleNamespace(task_id=gid, request=None, entry=e, in_engine=True, replica=0, tokens=5, seg_tokens=0,
+                               expected_segment_tokens=20, deadline_s=deadline_s, expected_remaining_tokens=20)
+
+    urgent = member("urgent", entry("urgent", URGENT, 0.0), deadline_s=0.2)
+    normal = member("normal", entry("normal", NORMAL, 9.0), deadline_s=10.0)  # its robot is busy for 9 s
+    gens = {"urgent": urgent, "normal": normal}
+    controller = BatchController(BatchConfig(max_batch_size=2), engine, latency_guided=False, preemptive=True,
+                                 shrink=True)
+    queue = PudQueue()
+    first = controller.select(queue, [urgent, normal], gens, now=0.0)
+    assert first.shrunk == [normal] and not first.admitted
+    queue.push(normal.entry)  # what the planner does with a suspended generation
+    alone = controller.select(queue, [urgent], gens, now=0.01)
+    assert not alone.admitted and not alone.preempted and "normal" in queue
+    urgent.entry, urgent.deadline_s = entry("urgent", URGENT.resumed(), 5.0), 5.3  # its next segment has slack
+    later = controller.select(queue, [urgent], gens, now=0.2)
+    assert [e.gen_id for e in later.admitted] == ["normal"]  # keeping it out no longer pays

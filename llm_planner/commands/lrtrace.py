@@ -16,6 +16,7 @@ from llm_planner.lrtrace.compare import (
     engine_stats_lines,
     generated_traces,
     parse_counts,
+    parse_levels,
     parse_placements,
     parse_policies,
     resolve_workload,
@@ -32,7 +33,8 @@ def cmd_compare(args) -> int:
     config = planner_config(args)
     policies = parse_policies(args.policies)
     runs_of = variants(policies, config, args.ablation, parse_counts(args.replicas), parse_placements(args.placement))
-    source = resolve_workload(args.workload, args.traces, config, args.duration, args.speed)
+    source = resolve_workload(args.workload, args.traces, config, args.duration, args.speed,
+                              parse_levels(args.levels, config))
     if args.save_traces and config.engine != "vllm":
         raise ValueError("--save-traces writes the plans a model generated: give --engine vllm")
     engine = pool = None
@@ -184,6 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--duration", type=float, help="only the jobs arriving in the first N seconds")
         p.add_argument("--speed", type=float, default=1.0,
                        help="arrivals N times as fast (the workload's trigger times divided by N)")
+        p.add_argument("--levels", help="only the jobs of these urgency levels, comma-separated (urgent: what any "
+                                        "policy can reach for the urgent tasks with nothing else competing)")
         p.add_argument("--fail-rate", type=fail_rates, metavar="RATES",
                        help="robots fail calls on purpose: a probability per skill (mf=0.1,g=0.05) or one for "
                             "every skill (0.05), drawn from the seed; the planner replans (config replan)")

@@ -3,6 +3,7 @@ them over the seeds, and the metrics of the result (`lrtrace compare` / `simulat
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -13,6 +14,7 @@ from llm_planner.engine import Engine
 from llm_planner.engine.factory import ReplicaPool
 from llm_planner.lrtrace.composer import compose_preset, list_presets, load_preset, mean_exec_times, preset_traces
 from llm_planner.lrtrace.formats import TraceSet, Workload
+from llm_planner.lrtrace.jobs import job_fields
 from llm_planner.lrtrace.load import load_traces, load_workload
 from llm_planner.lrtrace.metrics import (
     by_label,
@@ -37,9 +39,11 @@ class WorkloadSource:
     traces: TraceSet
     duration_s: float | None = None  # only the jobs arriving in the first this many seconds
     speed: float = 1.0  # arrivals this many times as fast (the workload's trigger times divided)
+    keep: Callable[[Workload], Workload] | None = None  # e.g. only some urgency levels' jobs
 
     def workload(self, seed: int) -> Workload:
-        return cut(sped_up(self.for_seed(seed), self.speed), self.duration_s)
+        workload = cut(sped_up(self.for_seed(seed), self.speed), self.duration_s)
+        return self.keep(workload) if self.keep else workload
 
 
 @dataclass(frozen=True)
@@ -115,9 +119,23 @@ def parse_policies(text: str) -> list[str]:
     return _parse_names(text, POLICIES, "policies")
 
 
+def parse_levels(text: str | None, config: PlannerConfig) -> list[str] | None:
+    return _parse_names(text, [lvl.name for lvl in config.urgency_levels], "urgency levels") if text else None
+
+
 def resolve_workload(spec: str, traces_path: str | None, config: PlannerConfig,
-                     duration_s: float | None = None, speed: float = 1.0) -> WorkloadSource:
-    """A workload file (LRTrace's format or the TimelyLLM artifact's) or a preset name."""
+                     duration_s: float | None = None, speed: float = 1.0,
+                     levels: list[str] | None = None) -> WorkloadSource:
+    """A workload file (LRTrace's format or the TimelyLLM artifact's) or a preset name.
+    `levels`: only the jobs of these urgency levels."""
+    source = _resolve_workload(spec, traces_path, config, duration_s, speed)
+    if not levels:
+        return source
+    return dataclasses.replace(source, keep=lambda workload: only_levels(workload, source.traces, config, levels))
+
+
+def _resolve_workload(spec: str, traces_path: str | None, config: PlannerConfig,
+                      duration_s: float | None, speed: float) -> WorkloadSource:
     if duration_s is not None and duration_s <= 0:
         raise ValueError("--duration must be > 0")
     if not speed > 0:
@@ -147,6 +165,17 @@ def sped_up(workload: Workload, speed: float) -> Workload:
         return workload
     jobs = [j.model_copy(update={"arrival_s": j.arrival_s / speed}) for j in workload.jobs]
     return workload.model_copy(update={"jobs": jobs, "duration_s": workload.duration_s / speed})
+
+
+def only_levels(workload: Workload, traces: TraceSet, config: PlannerConfig, levels: list[str]) -> Workload:
+    """Only the jobs sent under one of `levels` (with nothing else competing, what any policy
+    can reach for them is a ceiling for the same jobs in the full workload)."""
+    by_id = traces.by_id()
+    names = [lvl.name for lvl in config.urgency_levels]
+    jobs = [j for j in workload.jobs if names[job_fields(j, by_id[j.trace_id], config).urgency] in levels]
+    if not jobs:
+        raise ValueError(f"no job of {workload.name} is of level {', '.join(levels)}")
+    return workload.model_copy(update={"jobs": jobs})
 
 
 def cut(workload: Workload, duration_s: float | None) -> Workload:
@@ -206,7 +235,8 @@ def compare(source: WorkloadSource, runs_of: list[Variant], config: PlannerConfi
         workload = source.workload(seed)
         horizon = max((j.arrival_s for j in workload.jobs), default=0.0)
         for v in runs_of:
-            progress = None if tick is None else (lambda t, v=v, seed=seed: tick(v.label, seed, t, horizon))
+            progress = None if tick is None else (
+                lambda t, v=v, seed=seed, horizon=horizon: tick(v.label, seed, t, horizon))
             runs[v.label].append(simulate(workload, source.traces, v.policy, v.config, seed, tokenizer,
                                           progress=progress, engine=engine, fail_rates=fail_rates,
                                           replica_pool=replica_pool))

@@ -41,7 +41,7 @@ from llm_planner.planning.replan import Failure, describe, failure_of, follow_up
 from llm_planner.planning.replicas import Replica, ReplicaSet
 from llm_planner.planning.segment_lengths import make_segment_lengths
 from llm_planner.planning.segmenter import Segment, Segmenter, make_segmenter, split_segments
-from llm_planner.sched.batch import BatchController
+from llm_planner.sched.batch import BatchController, prefill_to_join
 from llm_planner.sched.placement import Candidate, ReplicaLoad, make_placement, slot_free_s
 from llm_planner.sched.queues import Policy, QueueEntry, QueueShare, ReadyQueue, bucket_gen_time
 from llm_planner.settings.config import PlannerConfig
@@ -376,9 +376,8 @@ class Planner:
         home = gen.replica
         if not (gen.in_engine and self.placement.moves):
             return home
-        context = self.replicas[home].engine.context_tokens(gen.task_id)
         stay = dataclasses.replace(self._candidate(gen, now), prompt_tokens=0)
-        moved = dataclasses.replace(stay, prompt_tokens=context)
+        moved = dataclasses.replace(stay, prompt_tokens=prefill_to_join(self.engine, gen))
         here = dataclasses.replace(loads[home], waiting=ahead, placed=list(loads[home].placed))
         target = self.placement.move(stay, here, moved, loads)
         if target is None:

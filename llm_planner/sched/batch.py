@@ -11,8 +11,8 @@
 - shrinking (`timely`): while a more important generation (larger TUF beta: an urgent task)
   decodes, running generations that can afford to wait for it without losing utility (their
   robots are busy long enough, or their segment's utility is already lost) are suspended and
-  not readmitted, so the important one decodes at a small batch's step time. They return
-  when it leaves the batch;
+  kept out while their return would cost it utility, so the important one decodes at a small
+  batch's step time. They return when it leaves the batch or its segment has slack;
 - consolidation (`rtlm`, RT-LM's dynamic consolidation): at most b generations, and one joins
   a running batch only if its predicted remaining tokens are within a factor e^lambda of the
   batch's median, so generations of similar length run together.
@@ -43,6 +43,12 @@ class BatchMember(Protocol):
     expected_segment_tokens: float  # what its current segment is expected to take
     deadline_s: float  # when its current segment is due
     expected_remaining_tokens: float  # what the rest of its plan is expected to take (rtlm)
+
+
+def prefill_to_join(engine: Engine, gen: BatchMember) -> int:
+    """Tokens a generation prefills to join `engine` without a context there: its prompt, and
+    its plan so far when it moves from another replica (the one estimate of a move's cost)."""
+    return engine.prompt_tokens(gen.request) + (gen.tokens if gen.in_engine else 0)
 
 
 @dataclass
@@ -86,7 +92,8 @@ class BatchController:
         while queue:
             entry = queue.best(now)
             gen = gens[entry.gen_id]
-            if self._shrunk_for is not None and self._can_wait_for(gen, entry, critical, batch, context, now):
+            if self._shrunk_for is not None and self._can_wait_for(gen, entry, critical, batch, context, now) \
+                    and self._slows(critical, gen, batch, context, now):
                 break  # the batch is shrunk for a more important generation: this one can wait
             if self.consolidation is not None and not self._consolidates(gen, batch):
                 break  # it waits for a batch of its length (the batch drains meanwhile)
@@ -97,13 +104,8 @@ class BatchController:
                 victim = min(victims, key=lambda g: queue.priority(g.entry, now))
                 if queue.priority(entry, now) <= queue.priority(victim.entry, now):
                     break
-            resume = gen.in_engine and gen.replica == self.replica
-            if resume:
-                prefill, new_context = 0, self.engine.context_tokens(gen.task_id)
-                kv_needed = math.ceil(gen.expected_segment_tokens)
-            else:  # a new generation, or one moving here from another replica with its plan so far
-                prefill = self.engine.prompt_tokens(gen.request) + (gen.tokens if gen.in_engine else 0)
-                new_context, kv_needed = prefill, prefill + math.ceil(gen.expected_segment_tokens)
+            prefill, new_context, resume = self._joining(gen)
+            kv_needed = prefill + math.ceil(gen.expected_segment_tokens)
             if kv_needed > kv_free:
                 break
             base = [g for g in batch if g is not victim]
@@ -161,12 +163,35 @@ class BatchController:
                 return chosen
         return []
 
+    def _joining(self, gen: BatchMember) -> tuple[int, int, bool]:
+        """(tokens to prefill, context it brings, whether it resumes) for `gen` joining this
+        batch: a resume keeps its context here; a new generation, or one moving here from
+        another replica, prefills."""
+        if gen.in_engine and gen.replica == self.replica:
+            return 0, self.engine.context_tokens(gen.task_id), True
+        prefill = prefill_to_join(self.engine, gen)
+        return prefill, prefill, False
+
+    def _slows(self, critical: BatchMember, gen: BatchMember, batch: list[BatchMember], context: int,
+               now: float) -> bool:
+        """True if `gen` joining the batch would cost `critical` utility on its current segment
+        (once that segment has slack, the generations kept out for it may return)."""
+        prefill, added, resume = self._joining(gen)
+        resumes = int(resume)
+        entry, remaining = critical.entry, self._remaining_tokens(critical)
+        alone = now + remaining * self.engine.predict_step_s(len(batch), context)
+        joined = now + self.engine.predict_step_s(len(batch) + 1, context + added, prefill, resumes) \
+            + (remaining - 1) * self.engine.predict_step_s(len(batch) + 1, context + added)
+        return entry.tuf.utility(joined - entry.ref_s) < entry.tuf.utility(alone - entry.ref_s)
+
     def _critical(self, batch: list[BatchMember]) -> BatchMember | None:
         """The running generation others may be suspended for: the most important (largest
         beta, then earliest deadline), if anything in the batch is less important."""
         if not self.shrink or not batch:
             return None
         critical = max(batch, key=lambda g: (g.entry.tuf.beta, -g.deadline_s))
+        if critical.task_id == self._shrunk_for:
+            return critical  # the batch is shrunk for it, even once it runs alone: the others stay out
         if all(g.entry.tuf.beta >= critical.entry.tuf.beta for g in batch):
             return None
         return critical
