@@ -424,9 +424,10 @@ def test_a_result_the_robot_no_longer_keeps_fails_the_task_with_why(fleet):
         del links_here(fleet)["drone2"]._request_result
 
 
-def test_an_engine_that_stops_answering_fails_its_tasks_and_the_node_goes_on(fleet):
-    """The planner node's engine hangs inside a step; after the time limit the task
-    inside fails with the reason, the engine is replaced and the node plans the next task."""
+def test_an_engine_that_stops_answering_is_replaced_and_its_task_goes_on(fleet):
+    """The planner node's engine hangs inside a step; after the time limit the engine is
+    replaced, the task that was inside is told why and goes on in the new engine, and the
+    node plans the next task."""
     c = fleet.client
     node = fleet.fleet.planner_node
     hung = node.planner.engine.inner
@@ -442,7 +443,9 @@ def test_an_engine_that_stops_answering_fails_its_tasks_and_the_node_goes_on(fle
         c.publish("hang", "drone1", instruction(1))
         assert c.wait_terminal(["hang"], timeout=30)
         final = c.terminal("hang")
-        assert final.state == final.FAILED and "step did not return within 3 s" in final.message, final.message
+        assert final.state == final.SUCCEEDED, final.message
+        why = [m.message for _, m in c.statuses["hang"] if "step did not return within 3 s" in m.message]
+        assert len(why) == 1 and "the engine was restarted; the plan goes on" in why[0], why
         c.publish("after-hang", "drone1", instruction(5))
         assert c.wait_terminal(["after-hang"], timeout=30)
         assert c.terminal("after-hang").state == final.SUCCEEDED, c.terminal("after-hang").message

@@ -112,6 +112,16 @@ def test_a_generation_moved_at_every_segment_goes_on_exactly(engine, uninterrupt
     assert resume_differences(uninterrupted[True], moved, engine.tokenizer) == []
 
 
+def test_a_generation_whose_engine_was_lost_goes_on_from_its_text(engine, uninterrupted):
+    """Released at every segment boundary and started again from the text the planner holds
+    (its ids as the tokenizer reads that text, the grammar brought to it): the plans of an
+    uninterrupted run."""
+    engine.reset()
+    lost = run_plans(engine, exactness_requests(), segmented=True, from_text=True)[0]
+    assert all(run.suspensions >= 1 for run in lost.values())
+    assert {g: run.text for g, run in lost.items()} == {g: run.text for g, run in uninterrupted[True].items()}
+
+
 @pytest.mark.ray
 def test_a_vllm_replica_on_ray_resumes_exactly_as_in_process(engine, uninterrupted, config):
     """The engine in a Ray actor (one CPU), driven through the replica's messages: every

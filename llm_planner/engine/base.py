@@ -102,6 +102,11 @@ class Engine(ABC):
         are prefilled here, then it runs as if it had never left."""
         raise EngineError(f"{type(self).__name__} cannot move generations")
 
+    def continuation_of(self, request: GenerationRequest, text: str, tokens: int) -> Continuation:
+        """A generation to go on here from what its reader received of it (its plan so far as
+        text, in `tokens` tokens), where the engine that held it was lost."""
+        return Continuation(request, tokens)
+
     @abstractmethod
     def step(self) -> StepResult:
         """Run one iteration: every running generation advances by one token."""

@@ -258,6 +258,9 @@ class RayEngine(Engine):
         self._context[gen_id] = context
         self._prefixes.add(continuation.request.prefix_key)
 
+    def continuation_of(self, request: GenerationRequest, text: str, tokens: int) -> Continuation:
+        return self._get(self._actor.call.remote(self._take_ops(), "continuation_of", request, text, tokens))
+
     def _known(self, gen_id: str) -> None:
         if gen_id not in self._context:
             raise EngineError(f"unknown generation {gen_id}")

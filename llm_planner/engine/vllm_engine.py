@@ -218,6 +218,12 @@ class VllmEngine(Engine):
         self.release(gen_id)
         return Continuation(gen.request, len(gen.out_ids), tuple(gen.out_ids), gen.read_offset, gen.prefix_offset)
 
+    def continuation_of(self, request: GenerationRequest, text: str, tokens: int) -> Continuation:
+        """The plan so far as this tokenizer reads its text (it may split it unlike the lost
+        engine did), all of it reported, the last token the context of the next text."""
+        ids = tuple(self.tokenizer.encode(text, add_special_tokens=False))
+        return Continuation(request, len(ids), ids, len(ids), max(0, len(ids) - 1))
+
     def attach(self, continuation: Continuation, urgency: float = 0.0) -> None:
         gen = self._new_sequence(continuation.request)
         gen.out_ids = list(continuation.token_ids)

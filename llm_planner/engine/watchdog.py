@@ -14,7 +14,7 @@ import queue
 import threading
 from typing import Any, Callable
 
-from llm_planner.engine.base import Engine, EngineError, GenerationRequest, StepResult
+from llm_planner.engine.base import Continuation, Engine, EngineError, GenerationRequest, StepResult
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +118,15 @@ class WatchedEngine(Engine):
 
     def release(self, gen_id: str) -> None:
         self.inner.release(gen_id)
+
+    def detach(self, gen_id: str) -> Continuation:
+        return self.inner.detach(gen_id)
+
+    def attach(self, continuation: Continuation, urgency: float = 0.0) -> None:
+        self.inner.attach(continuation, urgency)
+
+    def continuation_of(self, request: GenerationRequest, text: str, tokens: int) -> Continuation:
+        return self.inner.continuation_of(request, text, tokens)
 
     @property
     def running(self) -> list[str]:

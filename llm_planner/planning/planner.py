@@ -34,7 +34,7 @@ from llm_planner.domain.tasks import (
     TaskRequest,
     TaskState,
 )
-from llm_planner.engine.base import Engine, EngineError, GenerationRequest, TokenOutput
+from llm_planner.engine.base import Continuation, Engine, EngineError, GenerationRequest, TokenOutput
 from llm_planner.planning.intake import instruction_problem
 from llm_planner.planning.prompts import plan_request, shared_request
 from llm_planner.planning.replan import Failure, describe, failure_of, follow_up_request, refusal, replanned_message
@@ -78,6 +78,8 @@ class PlanGeneration:
     plan_done: bool = False
     truncated: bool = False  # the engine stopped the plan at its token limit
     entry: QueueEntry | None = None  # the scheduling entry of the segment being generated
+    lost_context: Continuation | None = None  # its engine was lost: goes on from its text in another
+    recovered: bool = False  # it already went on once after its engine was lost
 
     @property
     def task_id(self) -> str:
@@ -328,18 +330,37 @@ class Planner:
         return True
 
     def _restart_engine(self, replica: Replica, exc: Exception) -> None:
-        """Fail the tasks whose generations were inside the engine (their state went with
-        it), restart the engine and warm it up again; queued tasks stay queued."""
+        """Restart the engine and warm it up again. The generations that were inside it lost
+        their context with it: each goes back to the queue and on from the text the planner
+        received (its prompt and plan so far prefilled again, on whichever replica admits it).
+        One that was lost before fails with the reason, so a fault that follows a generation
+        does not loop; queued tasks stay queued."""
         which = "the engine" if len(self.replicas) == 1 else f"engine replica {replica.index}"
         reason = f"engine step failed ({type(exc).__name__}: {exc}); {which} was restarted"
         log.error("%s", reason, exc_info=exc)
+        now = self.clock.now()
         inside = [gen for gen in self._gens.values() if gen.in_engine and gen.replica == replica.index]
         for gen in inside:
             gen.in_engine = False  # nothing to release in an engine that is being replaced
             gen.replica = None
-            self._finish(gen, TaskState.FAILED, reason)
+            self._end_run(gen, now)
         replica.engine.restart()
         self._warm_up(replica.engine)
+        for gen in inside:
+            if gen.recovered or gen.entry is None:
+                self._finish(gen, TaskState.FAILED, reason if gen.entry is None else f"{reason}, a second time")
+                continue
+            gen.recovered = True
+            try:
+                if gen.tokens:
+                    gen.lost_context = replica.engine.continuation_of(gen.request, "".join(gen.text_parts),
+                                                                      gen.tokens)
+            except EngineError as exc2:
+                self._finish(gen, TaskState.FAILED, f"{reason}; its plan could not go on ({exc2})")
+                continue
+            self.queue.push(gen.entry)
+            self._emit(gen.record, TaskState.SUSPENDED, segment_index=len(gen.record.segments),
+                       message=f"{reason}; the plan goes on from its {gen.tokens} tokens")
 
     def _admit(self, now: float) -> None:
         if len(self.replicas) == 1:
@@ -432,6 +453,11 @@ class Planner:
                     self._move(gen, replica, urgency)
                 elif gen.in_engine:
                     engine.resume(gen.task_id, urgency)
+                elif gen.lost_context is not None:
+                    engine.attach(gen.lost_context, urgency)
+                    gen.lost_context = None
+                    gen.in_engine = True
+                    self._place(gen, replica.index)
                 else:
                     engine.add(gen.request, urgency)
                     gen.in_engine = True

@@ -38,7 +38,7 @@ class BatchMember(Protocol):
     entry: QueueEntry | None
     in_engine: bool  # its context is in an engine (a resume there, no prompt prefill)
     replica: int | None  # the replica that engine is
-    tokens: int  # generated so far (prefilled again with the prompt where it moves to another replica)
+    tokens: int  # generated so far (prefilled again with the prompt where it joins another engine)
     seg_tokens: int  # tokens generated since its last segment boundary
     expected_segment_tokens: float  # what its current segment is expected to take
     deadline_s: float  # when its current segment is due
@@ -47,8 +47,9 @@ class BatchMember(Protocol):
 
 def prefill_to_join(engine: Engine, gen: BatchMember) -> int:
     """Tokens a generation prefills to join `engine` without a context there: its prompt, and
-    its plan so far when it moves from another replica (the one estimate of a move's cost)."""
-    return engine.prompt_tokens(gen.request) + (gen.tokens if gen.in_engine else 0)
+    its plan so far when it moves from another replica or its engine was lost (the one
+    estimate of that cost)."""
+    return engine.prompt_tokens(gen.request) + gen.tokens
 
 
 @dataclass

@@ -39,15 +39,18 @@ def trace_plan_requests(config: PlannerConfig, traces: list[Trace], batch_id: st
 
 
 def run_plans(engine: Engine, requests: list[GenerationRequest], segmented: bool,
-              suspend: bool = True, move: bool = False) -> tuple[dict[str, PlanRun], float]:
+              suspend: bool = True, move: bool = False, from_text: bool = False) -> tuple[dict[str, PlanRun], float]:
     """Generate every request to its end, all in one batch; returns the runs and the wall time.
     Segmented: the segmenter reads every token and, with `suspend`, each generation is
     suspended at every segment boundary and resumed before the next step (a new vLLM request
     with prompt + generated ids): the most resumes a plan can have. `move`: instead of being
-    resumed, it is detached and attached again, as a move to another replica is."""
+    resumed, it is detached and attached again, as a move to another replica is. `from_text`:
+    instead, it is released and goes on from its text so far, as one whose engine was lost does."""
+    by_id = {r.gen_id: r for r in requests}
     segmenters = {r.gen_id: make_segmenter(load_skill_set(r.prefix_key)) for r in requests}
     texts = {r.gen_id: "" for r in requests}
     suspensions = {r.gen_id: 0 for r in requests}
+    tokens = {r.gen_id: 0 for r in requests}
     runs: dict[str, PlanRun] = {}
     suspended: list[str] = []
     started = time.perf_counter()
@@ -55,13 +58,17 @@ def run_plans(engine: Engine, requests: list[GenerationRequest], segmented: bool
         engine.add(r)
     while engine.running or suspended:
         for gen_id in suspended:
-            if move:
+            if from_text:
+                engine.release(gen_id)
+                engine.attach(engine.continuation_of(by_id[gen_id], texts[gen_id], tokens[gen_id]))
+            elif move:
                 engine.attach(engine.detach(gen_id))
             else:
                 engine.resume(gen_id)
         suspended = []
         for out in engine.step().outputs:
             texts[out.gen_id] += out.text
+            tokens[out.gen_id] += 1
             boundary = segmenters[out.gen_id].feed(out.text) if segmented else []
             if out.finished:
                 runs[out.gen_id] = PlanRun(engine.output_ids(out.gen_id), texts[out.gen_id],
