@@ -166,8 +166,8 @@ class BatchController:
 
     def _joining(self, gen: BatchMember) -> tuple[int, int, bool]:
         """(tokens to prefill, context it brings, whether it resumes) for `gen` joining this
-        batch: a resume keeps its context here; a new generation, or one moving here from
-        another replica, prefills."""
+        batch: a resume keeps its context here; a new generation, one moving here from another
+        replica or one whose engine was lost prefills."""
         if gen.in_engine and gen.replica == self.replica:
             return 0, self.engine.context_tokens(gen.task_id), True
         prefill = prefill_to_join(self.engine, gen)
