@@ -171,8 +171,7 @@ def only_levels(workload: Workload, traces: TraceSet, config: PlannerConfig, lev
     """Only the jobs sent under one of `levels` (with nothing else competing, what any policy
     can reach for them is a ceiling for the same jobs in the full workload)."""
     by_id = traces.by_id()
-    names = [lvl.name for lvl in config.urgency_levels]
-    jobs = [j for j in workload.jobs if names[job_fields(j, by_id[j.trace_id], config).urgency] in levels]
+    jobs = [j for j in workload.jobs if config.level(job_fields(j, by_id[j.trace_id], config).urgency).name in levels]
     if not jobs:
         raise ValueError(f"no job of {workload.name} is of level {', '.join(levels)}")
     return workload.model_copy(update={"jobs": jobs})

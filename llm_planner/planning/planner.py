@@ -454,10 +454,8 @@ class Planner:
                 elif gen.in_engine:
                     engine.resume(gen.task_id, urgency)
                 elif gen.lost_context is not None:
-                    engine.attach(gen.lost_context, urgency)
-                    gen.lost_context = None
-                    gen.in_engine = True
-                    self._place(gen, replica.index)
+                    continuation, gen.lost_context = gen.lost_context, None
+                    self._attach(gen, replica, continuation, urgency)
                 else:
                     engine.add(gen.request, urgency)
                     gen.in_engine = True
@@ -474,6 +472,10 @@ class Planner:
         continuation = self.replicas[gen.replica].engine.detach(gen.task_id)
         gen.replica = None  # if `to` refuses it, the generation has left every engine
         gen.in_engine = False
+        self._attach(gen, to, continuation, urgency)
+
+    def _attach(self, gen: PlanGeneration, to: Replica, continuation: Continuation, urgency: float) -> None:
+        """Into `to`, which prefills its prompt and plan so far and goes on from there."""
         to.engine.attach(continuation, urgency)
         gen.in_engine = True
         self._place(gen, to.index)
