@@ -35,6 +35,19 @@ def test_the_corpus_covers_every_skill_set_and_kind_of_task(rows):
     assert len({r.task_input for r in rows}) == len(rows)
 
 
+def test_loops_conditionals_and_follow_ups_wrap_steps_of_every_kind(rows):
+    """Compositions, not a fixed body per kind: a counted loop, a conditional or a failure alert
+    around many different steps."""
+    def bodies(template_names):
+        return {r.task_plan for r in rows if r.template in template_names and r.skill_set == "minispec_drone"}
+
+    loops = {plan.split("{", 1)[1] for plan in bodies({"repeat_drone", "step_then_repeat"})}
+    assert len({plan.split("(")[0] for plan in loops}) >= 6  # the loop's first call: a move, turn, photo...
+    conditionals = bodies({"if_seen_drone"})
+    assert len({plan.split("{", 1)[1].split("(")[0] for plan in conditionals}) >= 5
+    assert all(r.task_input.startswith("ALERT:") for r in rows if r.template.startswith("after_failure"))
+
+
 def test_every_plan_runs_and_does_its_task(rows):
     for r in rows:
         skill_set = load_skill_set(r.skill_set)

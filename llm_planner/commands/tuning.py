@@ -21,9 +21,10 @@ def add_parser(sub) -> None:
     p = sub.add_parser("tune-model", help="fine-tune the bundled model (LoRA) on the corpus's tuning part")
     p.add_argument("--corpus", default=str(CORPUS))
     p.add_argument("-o", "--output", help="adapter folder (default: config/tuning/adapter, the one set-up merges)")
-    p.add_argument("--epochs", type=float, default=3.0)
+    p.add_argument("--epochs", type=float, default=4.0)
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--rank", type=int, default=8)
+    p.add_argument("--seed", type=int, default=0, help="LoRA initialisation and batch order")
     p.add_argument("--limit", type=int, help="only the first N tuning rows (a quick try)")
     p.add_argument("--no-merge", action="store_true", help="do not merge the new adapter into the tuned model folder")
     p.set_defaults(func=cmd_tune_model)
@@ -55,14 +56,19 @@ def cmd_tune_model(args: argparse.Namespace) -> int:
         rows = rows[:args.limit]
     if not rows:
         raise ValueError(f"{args.corpus}: no rows of the tuning split")
+    import torch
+
     base = prepare_default_model()
     out = Path(args.output) if args.output else adapter_dir()
-    info = cpu_info()
-    bf16 = info.best_dtype == "bfloat16"
-    print(f"tuning {base.name} on {len(rows)} tasks ({info.describe()}, {'bfloat16' if bf16 else 'float32'})")
+    if torch.cuda.is_available():
+        device, bf16, where = "cuda", torch.cuda.is_bf16_supported(), torch.cuda.get_device_name()
+    else:
+        info = cpu_info()
+        device, bf16, where = "cpu", info.best_dtype == "bfloat16", info.describe()
+    print(f"tuning {base.name} on {len(rows)} tasks ({where}, {'bfloat16' if bf16 else 'float32'})")
     settings = TuneSettings(epochs=args.epochs, learning_rate=args.learning_rate, rank=args.rank,
-                            alpha=2 * args.rank)
-    result = tune(base, rows, out, settings, bf16=bf16)
+                            alpha=2 * args.rank, seed=args.seed)
+    result = tune(base, rows, out, settings, bf16=bf16, device=device)
     print(f"adapter in {out}: {result['steps']} steps, {result['tokens']} tokens, {result['minutes']} min, "
           f"loss {result['final_loss']}")
     if not args.no_merge and out == adapter_dir():

@@ -435,6 +435,72 @@ def _report(rng, scene, absent):
     return {"t": text}, [("say", text)]
 
 
+# Compositions: any simple steps inside a counted loop, a conditional, after a failure, or after
+# one plain step. They teach how a task's words nest, not one more fixed kind of task.
+def _repeat_drone(rng, scene, absent):
+    steps = [_drone_step(rng, scene) for _ in range(rng.choice([1, 2, 2, 3]))]
+    words, n = _count(rng)
+    return {"steps": steps, "n": words}, [("repeat", n, [a for _, actions in steps for a in actions])]
+
+
+def _repeat_arm(rng, scene, absent):
+    things = [s for s in scene if s not in ARM_PLACES]
+    places = [s for s in scene if s in ARM_PLACES]
+    steps = []
+    while len(steps) < rng.choice([1, 1, 2]):
+        phrase, actions = _arm_step(rng, things, places)
+        if actions[-1][0] != "pick":  # picking again and again, holding the object, is no task
+            steps.append((phrase, actions))
+    words, n = _count(rng)
+    return {"steps": steps, "n": words}, [("repeat", n, [a for _, actions in steps for a in actions])]
+
+
+def _if_seen_drone(rng, scene, absent):
+    obj = rng.choice(scene + absent)
+    steps = [_drone_step(rng, [obj]) for _ in range(rng.choice([1, 2]))]
+    return {"o": obj, "steps": steps}, [("if_found", obj, [a for _, actions in steps for a in actions])]
+
+
+def _if_seen_arm(rng, scene, absent):
+    obj = rng.choice(absent + [s for s in scene if s not in ARM_PLACES])
+    verb, place = rng.choice(["put it in the {p}", "place it on the {p}", "move it to the {p}"]), \
+        rng.choice([s for s in scene if s in ARM_PLACES])
+    steps = [(verb.format(p=place), [("pick", obj), ("place", place)])]
+    if rng.random() < 0.4:
+        text = rng.choice(["done", "found it"])
+        steps.append((f"say '{text}'", [("say", text)]))
+    return {"o": obj, "steps": steps}, [("if_found", obj, [a for _, actions in steps for a in actions])]
+
+
+def _step_then_repeat(rng, scene, absent):
+    first, first_actions = _drone_step(rng, scene)
+    body, body_actions = _drone_step(rng, scene)
+    words, n = _count(rng)
+    return {"a": first, "b": body, "n": words}, first_actions + [("repeat", n, body_actions)]
+
+
+_FAILURES_DRONE = ["ALERT: {call} failed: the battery is low.", "ALERT: {call} failed: the drone lost tracking.",
+                   "ALERT: {call} failed: a gust pushed the drone off course."]
+_FAILURES_ARM = ["ALERT: {call} failed: the gripper did not close.", "ALERT: {call} failed: the arm hit its limit.",
+                 "ALERT: {call} failed: the object moved."]
+
+
+def _after_failure_drone(rng, scene, absent):
+    failed = rng.choice(["g('{}')".format(rng.choice(scene)), "tp()", "mf(100)", "tc(90)"])
+    steps = [_drone_step(rng, scene) for _ in range(rng.choice([1, 2]))]
+    return ({"steps": steps, "failure": rng.choice(_FAILURES_DRONE).format(call=failed)},
+            [a for _, actions in steps for a in actions])
+
+
+def _after_failure_arm(rng, scene, absent):
+    things = [s for s in scene if s not in ARM_PLACES]
+    places = [s for s in scene if s in ARM_PLACES]
+    failed = rng.choice(["pk('{}')", "g('{}')", "dr('{}')"]).format(rng.choice(scene))
+    steps = [_arm_step(rng, things, places) for _ in range(rng.choice([1, 2]))]
+    return ({"steps": steps, "failure": rng.choice(_FAILURES_ARM).format(call=failed)},
+            [a for _, actions in steps for a in actions])
+
+
 TEMPLATES = [
     _t("move", "single", DRONE, ["Fly {dir} {dist}.", "Move {dir} {dist}.", "Go {dir} by {dist}.",
                                  "Could you head {dir} {dist}?"], _move),
@@ -498,6 +564,30 @@ TEMPLATES = [
     _t("wait_say", "single", MINI_ARM, ["Wait {s}, then say 'ready'.", "Pause for {s} and report 'ready'."],
        _arm_wait_say, heldout=True),
     _t("report", "single", ARMS, ["Say '{t}'.", "Report '{t}'.", "Tell the operator '{t}'."], _report),
+    _t("repeat_drone", "repeat", DRONE, ["Repeat {n} times: {steps:, then }.", "Do this {n} times: {steps: and then }.",
+                                         "{steps:, then }; do all that {n} times.",
+                                         "{n} times over, {steps: and }."], _repeat_drone),
+    _t("repeat_arm", "repeat", ARMS, ["Repeat {n} times: {steps:, then }.", "Do this {n} times: {steps: and then }.",
+                                      "{steps:, then }; do all that {n} times.",
+                                      "{n} times over, {steps: and }."], _repeat_arm),
+    _t("if_seen_drone", "search", DRONE, ["If you see the {o}, {steps:, then }.",
+                                          "Check for the {o}; if it is there, {steps: and then }.",
+                                          "Should the {o} be in view, {steps:, then }.",
+                                          "Only if the {o} shows up: {steps: and }."], _if_seen_drone),
+    _t("if_seen_arm", "search", MINI_ARM, ["If you see the {o}, {steps:, then }.",
+                                           "Check for the {o}; if it is there, {steps: and then }.",
+                                           "Should the {o} be on the table, {steps:, then }.",
+                                           "Only if the {o} shows up: {steps: and }."], _if_seen_arm),
+    _t("step_then_repeat", "repeat", DRONE, ["{a}, then {b} {n} times.", "First {a}; after that {b}, {n} times.",
+                                             "{a}, and then {n} times: {b}.", "{a} before you {b} {n} times."],
+       _step_then_repeat),
+    _t("after_failure_drone", "error", DRONE, ["New plan: {steps:, then }.", "Instead, {steps: and then }.",
+                                               "Forget the old plan and {steps:, then }.",
+                                               "Now just {steps: and }."], _after_failure_drone,
+       alert="{failure}"),
+    _t("after_failure_arm", "error", ARMS, ["New plan: {steps:, then }.", "Instead, {steps: and then }.",
+                                            "Forget the old plan and {steps:, then }.",
+                                            "Now just {steps: and }."], _after_failure_arm, alert="{failure}"),
 ]
 
 
@@ -524,7 +614,7 @@ class CorpusRow:
 def _fill(phrasing: str, fields: dict) -> str:
     text = phrasing
     for key, value in fields.items():
-        if key == "steps":
+        if key == "steps" and "{steps:" in text:
             start = text.index("{steps:")
             end = text.index("}", start)
             joiner = text[start + len("{steps:"):end]

@@ -3,7 +3,8 @@
 Each example is the chat the engine sends for a tuned skill set (the skill set's short system
 turn, the task as the model reads it) with the plan as the answer; the loss counts only the
 answer and its end-of-turn token, so the model learns to write the plan and stop. Training runs
-on the CPU's threads, in bfloat16 where the CPU has it natively, in float32 elsewhere.
+on a GPU where torch sees one, else on the CPU's threads; in bfloat16 where the device has it
+natively, in float32 elsewhere.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj"
 
 @dataclass(frozen=True)
 class TuneSettings:
-    epochs: float = 3.0
+    epochs: float = 4.0
     learning_rate: float = 1e-3
     rank: int = 8
     alpha: int = 16
@@ -74,7 +75,7 @@ def _batches(examples: list[tuple[list[int], list[int]]], size: int, rng: random
 
 
 def tune(base_dir: Path, rows: list[CorpusRow], out_dir: Path, settings: TuneSettings = TuneSettings(),
-         bf16: bool = False, log: Callable[[str], None] = print) -> dict:
+         bf16: bool = False, device: str = "cpu", log: Callable[[str], None] = print) -> dict:
     """Train a LoRA adapter on `rows` and save it (safetensors, bfloat16) with its settings;
     returns what the run measured."""
     import torch
@@ -85,7 +86,7 @@ def tune(base_dir: Path, rows: list[CorpusRow], out_dir: Path, settings: TuneSet
     torch.manual_seed(settings.seed)
     rng = random.Random(settings.seed)
     tokenizer = AutoTokenizer.from_pretrained(str(base_dir))
-    model = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=torch.float32).to(device)
     config = LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
                         target_modules=TARGET_MODULES, task_type="CAUSAL_LM")
     model = get_peft_model(model, config)
@@ -104,10 +105,10 @@ def tune(base_dir: Path, rows: list[CorpusRow], out_dir: Path, settings: TuneSet
             batches = _batches(examples, settings.batch_size, rng)
         batch = [examples[i] for i in batches.pop()]
         width = max(len(ids) for ids, _ in batch)
-        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch])
-        labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch])
-        attention = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch])
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch], device=device)
+        labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch], device=device)
+        attention = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch], device=device)
+        with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=bf16):
             loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
         loss.backward()
         optimizer.step()
@@ -120,13 +121,13 @@ def tune(base_dir: Path, rows: list[CorpusRow], out_dir: Path, settings: TuneSet
             log(f"step {step + 1}/{total_steps}: loss {sum(losses[-20:]) / len(losses[-20:]):.3f}, "
                 f"{tokens / max(elapsed, 1e-9):.0f} tokens/s, {elapsed / 60:.1f} min")
     out_dir.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in get_peft_model_state_dict(model).items()}
+    state = {k: v.detach().to(torch.bfloat16).cpu().contiguous() for k, v in get_peft_model_state_dict(model).items()}
     save_file(state, str(out_dir / "adapter_model.safetensors"))
     model.peft_config["default"].save_pretrained(str(out_dir))
     result = {"base_model": base_dir.name, "skill_sets": sorted({r.skill_set for r in rows}),
               "examples": len(examples), "steps": total_steps, "tokens": tokens,
               "minutes": round((time.monotonic() - started) / 60, 1), "final_loss": round(sum(losses[-20:]) /
                                                                                           len(losses[-20:]), 4),
-              "bf16": bf16, "settings": asdict(settings)}
+              "bf16": bf16, "device": device, "settings": asdict(settings)}
     (out_dir / "training.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
