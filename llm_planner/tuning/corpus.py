@@ -266,6 +266,11 @@ def _t(name, kind, skill_sets, phrasings, build, heldout=False, alert=""):
     return Template(name, kind, skill_sets, tuple(phrasings), build, heldout, alert)
 
 
+def _actions(steps: list[tuple[str, list]]) -> list:
+    """The actions of phrased steps, in order."""
+    return [a for _, actions in steps for a in actions]
+
+
 def _move(rng, scene, absent):
     direction = rng.choice(list(_DIRS))
     words, cm = _distance(rng)
@@ -290,7 +295,7 @@ def _goto(rng, scene, absent):
 
 def _multi_drone(rng, scene, absent):
     steps = [_drone_step(rng, scene) for _ in range(rng.choice([2, 3, 3, 4]))]
-    return {"steps": steps}, [a for _, actions in steps for a in actions]
+    return {"steps": steps}, _actions(steps)
 
 
 def _photos(rng, scene, absent):
@@ -387,7 +392,7 @@ def _multi_arm(rng, scene, absent):
     things = [s for s in scene if s not in ARM_PLACES]
     places = [s for s in scene if s in ARM_PLACES]
     steps = [_arm_step(rng, things, places) for _ in range(rng.choice([2, 3]))]
-    return {"steps": steps}, [a for _, actions in steps for a in actions]
+    return {"steps": steps}, _actions(steps)
 
 
 def _back_and_forth(rng, scene, absent):
@@ -440,7 +445,7 @@ def _report(rng, scene, absent):
 def _repeat_drone(rng, scene, absent):
     steps = [_drone_step(rng, scene) for _ in range(rng.choice([1, 2, 2, 3]))]
     words, n = _count(rng)
-    return {"steps": steps, "n": words}, [("repeat", n, [a for _, actions in steps for a in actions])]
+    return {"steps": steps, "n": words}, [("repeat", n, _actions(steps))]
 
 
 def _repeat_arm(rng, scene, absent):
@@ -452,13 +457,13 @@ def _repeat_arm(rng, scene, absent):
         if actions[-1][0] != "pick":  # picking again and again, holding the object, is no task
             steps.append((phrase, actions))
     words, n = _count(rng)
-    return {"steps": steps, "n": words}, [("repeat", n, [a for _, actions in steps for a in actions])]
+    return {"steps": steps, "n": words}, [("repeat", n, _actions(steps))]
 
 
 def _if_seen_drone(rng, scene, absent):
     obj = rng.choice(scene + absent)
     steps = [_drone_step(rng, [obj]) for _ in range(rng.choice([1, 2]))]
-    return {"o": obj, "steps": steps}, [("if_found", obj, [a for _, actions in steps for a in actions])]
+    return {"o": obj, "steps": steps}, [("if_found", obj, _actions(steps))]
 
 
 def _if_seen_arm(rng, scene, absent):
@@ -469,7 +474,7 @@ def _if_seen_arm(rng, scene, absent):
     if rng.random() < 0.4:
         text = rng.choice(["done", "found it"])
         steps.append((f"say '{text}'", [("say", text)]))
-    return {"o": obj, "steps": steps}, [("if_found", obj, [a for _, actions in steps for a in actions])]
+    return {"o": obj, "steps": steps}, [("if_found", obj, _actions(steps))]
 
 
 def _step_then_repeat(rng, scene, absent):
@@ -488,8 +493,7 @@ _FAILURES_ARM = ["ALERT: {call} failed: the gripper did not close.", "ALERT: {ca
 def _after_failure_drone(rng, scene, absent):
     failed = rng.choice(["g('{}')".format(rng.choice(scene)), "tp()", "mf(100)", "tc(90)"])
     steps = [_drone_step(rng, scene) for _ in range(rng.choice([1, 2]))]
-    return ({"steps": steps, "failure": rng.choice(_FAILURES_DRONE).format(call=failed)},
-            [a for _, actions in steps for a in actions])
+    return {"steps": steps, "failure": rng.choice(_FAILURES_DRONE).format(call=failed)}, _actions(steps)
 
 
 def _after_failure_arm(rng, scene, absent):
@@ -497,9 +501,13 @@ def _after_failure_arm(rng, scene, absent):
     places = [s for s in scene if s in ARM_PLACES]
     failed = rng.choice(["pk('{}')", "g('{}')", "dr('{}')"]).format(rng.choice(scene))
     steps = [_arm_step(rng, things, places) for _ in range(rng.choice([1, 2]))]
-    return ({"steps": steps, "failure": rng.choice(_FAILURES_ARM).format(call=failed)},
-            [a for _, actions in steps for a in actions])
+    return {"steps": steps, "failure": rng.choice(_FAILURES_ARM).format(call=failed)}, _actions(steps)
 
+
+_REPEAT_WORDS = ["Repeat {n} times: {steps:, then }.", "Do this {n} times: {steps: and then }.",
+                 "{steps:, then }; do all that {n} times.", "{n} times over, {steps: and }."]
+_NEW_PLAN_WORDS = ["New plan: {steps:, then }.", "Instead, {steps: and then }.",
+                   "Forget the old plan and {steps:, then }.", "Now just {steps: and }."]
 
 TEMPLATES = [
     _t("move", "single", DRONE, ["Fly {dir} {dist}.", "Move {dir} {dist}.", "Go {dir} by {dist}.",
@@ -564,12 +572,8 @@ TEMPLATES = [
     _t("wait_say", "single", MINI_ARM, ["Wait {s}, then say 'ready'.", "Pause for {s} and report 'ready'."],
        _arm_wait_say, heldout=True),
     _t("report", "single", ARMS, ["Say '{t}'.", "Report '{t}'.", "Tell the operator '{t}'."], _report),
-    _t("repeat_drone", "repeat", DRONE, ["Repeat {n} times: {steps:, then }.", "Do this {n} times: {steps: and then }.",
-                                         "{steps:, then }; do all that {n} times.",
-                                         "{n} times over, {steps: and }."], _repeat_drone),
-    _t("repeat_arm", "repeat", ARMS, ["Repeat {n} times: {steps:, then }.", "Do this {n} times: {steps: and then }.",
-                                      "{steps:, then }; do all that {n} times.",
-                                      "{n} times over, {steps: and }."], _repeat_arm),
+    _t("repeat_drone", "repeat", DRONE, _REPEAT_WORDS, _repeat_drone),
+    _t("repeat_arm", "repeat", ARMS, _REPEAT_WORDS, _repeat_arm),
     _t("if_seen_drone", "search", DRONE, ["If you see the {o}, {steps:, then }.",
                                           "Check for the {o}; if it is there, {steps: and then }.",
                                           "Should the {o} be in view, {steps:, then }.",
@@ -581,13 +585,9 @@ TEMPLATES = [
     _t("step_then_repeat", "repeat", DRONE, ["{a}, then {b} {n} times.", "First {a}; after that {b}, {n} times.",
                                              "{a}, and then {n} times: {b}.", "{a} before you {b} {n} times."],
        _step_then_repeat),
-    _t("after_failure_drone", "error", DRONE, ["New plan: {steps:, then }.", "Instead, {steps: and then }.",
-                                               "Forget the old plan and {steps:, then }.",
-                                               "Now just {steps: and }."], _after_failure_drone,
+    _t("after_failure_drone", "error", DRONE, _NEW_PLAN_WORDS, _after_failure_drone,
        alert="{failure}"),
-    _t("after_failure_arm", "error", ARMS, ["New plan: {steps:, then }.", "Instead, {steps: and then }.",
-                                            "Forget the old plan and {steps:, then }.",
-                                            "Now just {steps: and }."], _after_failure_arm, alert="{failure}"),
+    _t("after_failure_arm", "error", ARMS, _NEW_PLAN_WORDS, _after_failure_arm, alert="{failure}"),
 ]
 
 
