@@ -99,6 +99,7 @@ bench: setup
 	$(ENV) python benchmarks/rclpy_costs.py
 	$(ENV) python benchmarks/ros_overhead.py
 	$(ENV) python benchmarks/soak.py --minutes 2
+	$(ENV) python benchmarks/tuning_step.py
 
 # Regenerates docs/results/simulation (the simulated tables and plots of docs/performance.md).
 results: setup

@@ -35,8 +35,9 @@ def with_batch(config, size):
     return config.model_copy(update={"batch": config.batch.model_copy(update={"max_batch_size": size})})
 
 
-def backlog_workload(n_normal=30, urgent_at=0.05):
-    jobs = [Job(job_id=i, arrival_s=i * 0.001, agent=i, trace_id=3) for i in range(n_normal)]
+def backlog_workload(n_normal=30, urgent_at=0.05, trace_ids=(3,)):
+    jobs = [Job(job_id=i, arrival_s=i * 0.001, agent=i, trace_id=trace_ids[i % len(trace_ids)])
+            for i in range(n_normal)]
     jobs.append(Job(job_id=n_normal, arrival_s=urgent_at, agent=n_normal, trace_id=7))
     return Workload(name="backlog", duration_s=60, agents=n_normal + 1, jobs=jobs)
 
@@ -491,14 +492,15 @@ def test_rtlm_keeps_a_plan_that_outruns_its_prediction_unfinished(config, tokeni
 
 
 def test_rtlm_offloads_plans_predicted_huge_behind_the_others(config, tokenizer, traces):
-    """One generation at a time and a backlog: once everything has arrived, every plan the
-    predictor calls huge (above the training median here) starts after every other one."""
+    """One generation at a time and a backlog of a short and a long kind of drone task: once
+    everything has arrived, every plan the predictor calls huge (above the training median
+    here) starts after every other one."""
     from llm_planner.catalog.skills import load_skill_set
     from llm_planner.planning.segment_lengths import make_segment_lengths
 
     rtlm = with_batch(config, 1).model_copy(
         update={"rtlm": config.rtlm.model_copy(update={"offload_quantile": 0.5})})
-    workload = backlog_workload()
+    workload = backlog_workload(trace_ids=(3, 4))  # "climb, fly forward, come back"; "if you see an apple, ..."
     result = simulate(workload, traces, "rtlm", rtlm, 0, tokenizer)
     assert {r.state for r in result.records} == {TaskState.SUCCEEDED}
     lengths = make_segment_lengths(rtlm, required=True)

@@ -119,3 +119,53 @@ def test_set_up_merges_an_adapter_once_per_adapter(tmp_path, monkeypatch):
     assert (merged / "model.safetensors").stat().st_mtime_ns == stamp  # done once
     prepare_tuned_model(log=lambda _: None, adapter=adapter(tmp_path / "b", 1))
     assert tuning_manifest(merged)["adapter_sha256"] != manifest["adapter_sha256"]
+    elsewhere = prepare_tuned_model(log=lambda _: None, adapter=first, target=tmp_path / "a" / "model")
+    assert elsewhere == tmp_path / "a" / "model" and tuning_manifest(elsewhere) == manifest
+    assert tuning_manifest(merged)["adapter_sha256"] != manifest["adapter_sha256"]  # the default folder untouched
+
+
+def test_a_batch_with_shared_prefixes_learns_exactly_what_the_whole_chats_teach():
+    """The loss and LoRA gradients of a batch computed with each group's prefix run once equal
+    those of the whole right-padded chats (a small random Llama; groups of different prefix
+    lengths, and examples of different lengths)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from llm_planner.testing.whole_chat_loss import whole_chat_loss
+    from llm_planner.tuning.train import batch_loss, with_shared_prefixes
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    lora = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "k_proj", "v_proj", "down_proj"],
+                      init_lora_weights=False, task_type="CAUSAL_LM")
+    model = get_peft_model(LlamaForCausalLM(config), lora)
+
+    def example(system, prompt, answer):
+        ids = system + prompt + answer
+        return ids, [-100] * (len(system) + len(prompt)) + answer
+
+    encoded = [example([1, 2, 3, 4, 5], [9, 10], [20, 21, 22]),
+               example([1, 2, 3, 4, 5], [11, 12, 13], [23, 24]),
+               example([1, 2, 6], [14], [25, 26, 27, 28]),
+               example([1, 2, 6], [15, 16, 17], [29])]
+    examples = with_shared_prefixes(encoded, ["a", "a", "b", "b"])
+    assert [e.prefix for e in examples] == [5, 5, 3, 3]
+    assert with_shared_prefixes(encoded[:1], ["a"])[0].prefix == 6  # one example: all but the last prompt token
+
+    def gradients(loss):
+        model.zero_grad()
+        loss.backward()
+        return {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+
+    shared = batch_loss(model, examples, pad=0, device="cpu")
+    shared_grads = gradients(shared)
+    whole = whole_chat_loss(model, encoded, pad=0)
+    whole_grads = gradients(whole)
+    assert float(shared.detach()) == pytest.approx(float(whole.detach()), rel=1e-5)
+    assert shared_grads.keys() == whole_grads.keys() and len(shared_grads) == 16
+    for name, grad in whole_grads.items():
+        assert torch.allclose(shared_grads[name], grad, rtol=1e-4, atol=1e-6), name
+    with pytest.raises(ValueError, match="no prompt"):
+        with_shared_prefixes([([5, 6], [5, 6])], ["a"])

@@ -4,6 +4,7 @@ bundled model on its tuning part into the committed LoRA adapter."""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from llm_planner.settings.paths import data_path
@@ -26,7 +27,11 @@ def add_parser(sub) -> None:
     p.add_argument("--rank", type=int, default=8)
     p.add_argument("--seed", type=int, default=0, help="LoRA initialisation and batch order")
     p.add_argument("--limit", type=int, help="only the first N tuning rows (a quick try)")
-    p.add_argument("--no-merge", action="store_true", help="do not merge the new adapter into the tuned model folder")
+    p.add_argument("--threads", type=int, help="CPU threads for training (default: every core this process may use, "
+                                               "whatever OMP_NUM_THREADS says for the engine)")
+    p.add_argument("--no-merge", action="store_true",
+                   help="do not merge the new adapter into a model folder (the planner model's for the default "
+                        "output, OUTPUT/model for another)")
     p.set_defaults(func=cmd_tune_model)
 
 
@@ -62,15 +67,23 @@ def cmd_tune_model(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else adapter_dir()
     if torch.cuda.is_available():
         device, bf16, where = "cuda", torch.cuda.is_bf16_supported(), torch.cuda.get_device_name()
+        threads = None
     else:
         info = cpu_info()
-        device, bf16, where = "cpu", info.best_dtype == "bfloat16", info.describe()
+        threads = args.threads or len(os.sched_getaffinity(0))
+        device, bf16, where = "cpu", info.best_dtype == "bfloat16", f"{info.describe()}, {threads} threads"
     print(f"tuning {base.name} on {len(rows)} tasks ({where}, {'bfloat16' if bf16 else 'float32'})")
     settings = TuneSettings(epochs=args.epochs, learning_rate=args.learning_rate, rank=args.rank,
                             alpha=2 * args.rank, seed=args.seed)
-    result = tune(base, rows, out, settings, bf16=bf16, device=device)
+    result = tune(base, rows, out, settings, bf16=bf16, device=device, threads=threads)
     print(f"adapter in {out}: {result['steps']} steps, {result['tokens']} tokens, {result['minutes']} min, "
           f"loss {result['final_loss']}")
-    if not args.no_merge and out == adapter_dir():
+    if args.no_merge:
+        return 0
+    if out == adapter_dir():
         print(f"tuned model: {prepare_tuned_model()}")
+    else:
+        merged = prepare_tuned_model(adapter=out, target=out / "model")
+        print(f"tuned model: {merged} (its plans: llm-planner plans {CORPUS} --split heldout --engine vllm "
+              f"--model {merged})")
     return 0

@@ -74,14 +74,15 @@ def _adapter_digest(adapter: Path) -> str:
     return digest.hexdigest()
 
 
-def prepare_tuned_model(log=print, adapter: Path | None = None) -> Path:
-    """Merge the tuned adapter into the base model's folder once per adapter; later calls
-    return the folder."""
+def prepare_tuned_model(log=print, adapter: Path | None = None, target: Path | None = None) -> Path:
+    """Merge the tuned adapter (default: the committed one) into a copy of the base model, in
+    `target` (default: the bundled planner model's folder), once per adapter; later calls return
+    the folder."""
     adapter = adapter or adapter_dir()
     if not (adapter / "adapter_model.safetensors").is_file():
         raise FileNotFoundError(f"no tuned adapter in {adapter}: `llm-planner tune-model` trains one")
     digest = _adapter_digest(adapter)
-    target = cache_dir() / "models" / TUNED_MODEL
+    target = target or cache_dir() / "models" / TUNED_MODEL
     manifest = tuning_manifest(target)
     if manifest and manifest.get("adapter_sha256") == digest:
         return target
