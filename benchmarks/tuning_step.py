@@ -35,9 +35,8 @@ def main() -> None:
         TARGET_MODULES,
         TuneSettings,
         batch_loss,
-        encode_example,
         epoch_batches,
-        with_shared_prefixes,
+        tuning_examples,
     )
 
     torch.set_num_threads(args.threads)
@@ -49,8 +48,7 @@ def main() -> None:
                                       task_type="CAUSAL_LM"))
     model.eval()  # no dropout: the two losses must agree
     rows = [r for r in load_corpus(data_path("config", "tuning", "corpus.jsonl")) if r.split == "tune"]
-    examples = with_shared_prefixes([encode_example(tokenizer, r, settings.max_tokens) for r in rows],
-                                    [r.skill_set for r in rows])
+    examples = tuning_examples(tokenizer, rows, settings.max_tokens)
     batches = epoch_batches(examples, settings.batch_size, random.Random(0))[:args.steps + 1]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 

@@ -92,6 +92,12 @@ def with_shared_prefixes(encoded: list[tuple[list[int], list[int]]], groups: lis
     return [Example(ids, labels, prefix[group]) for (ids, labels), group in zip(encoded, groups)]
 
 
+def tuning_examples(tokenizer, rows: list[CorpusRow], max_tokens: int) -> list[Example]:
+    """The rows' chats, encoded, each group a skill set."""
+    return with_shared_prefixes([encode_example(tokenizer, row, max_tokens) for row in rows],
+                                [row.skill_set for row in rows])
+
+
 def batch_loss(model, batch: list[Example], pad: int, device: str):
     """Mean cross-entropy over the learned tokens of `batch` (a peft causal LM): each distinct
     shared prefix runs once, its keys and values are given to every example that starts with it,
@@ -159,8 +165,7 @@ def tune(base_dir: Path, rows: list[CorpusRow], out_dir: Path, settings: TuneSet
     config = LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
                         target_modules=TARGET_MODULES, task_type="CAUSAL_LM")
     model = get_peft_model(model, config)
-    examples = with_shared_prefixes([encode_example(tokenizer, row, settings.max_tokens) for row in rows],
-                                    [row.skill_set for row in rows])
+    examples = tuning_examples(tokenizer, rows, settings.max_tokens)
     steps_per_epoch = math.ceil(len(examples) / settings.batch_size)
     total_steps = max(1, round(steps_per_epoch * settings.epochs))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=settings.learning_rate)
