@@ -199,6 +199,43 @@ def test_resumed_generation_hits_the_prefix_cache(engine):
     assert stats.resume_cached_tokens > 0.9 * stats.resume_prompt_tokens
 
 
+def test_a_new_engine_runs_a_warm_up_batch_once_and_keeps_nothing_of_it(engine, monkeypatch):
+    """A new engine's first warm-up runs a batch of generations through it together (its first
+    iterations are slow otherwise), and leaves nothing of it: no clock moved, no generation,
+    no statistics; the shared prefix stays cached; the next warm-up runs none."""
+    import dataclasses
+
+    from llm_planner.engine.vllm_engine import WARM_UP_BATCH
+    from llm_planner.planning.prompts import shared_request
+
+    skill_set = load_skill_set("minispec_drone")
+    shared = shared_request(skill_set, skill_set.name in engine.tuned_skill_sets)
+    clock = VirtualClock()
+    engine.reset(clock)
+    engine.warm_batch_run = False  # as a new engine
+    together = []
+    step = engine.llm.step
+    monkeypatch.setattr(engine.llm, "step", lambda: together.append(engine.llm.get_num_unfinished_requests()) or step())
+    engine.warm_up([shared])
+    assert max(together) == WARM_UP_BATCH and engine.warm_batch_run
+    assert clock.now() == 0.0
+    assert not engine.running and not engine.llm.has_unfinished_requests()
+    assert engine.stats.steps == 0 and engine.stats.generated_tokens == 0
+    together.clear()
+    engine.warm_up([shared])
+    assert max(together) == 1  # the shared prefix alone
+
+    # The shared prefix is still cached for the tasks that come.
+    task = dataclasses.replace(shared, gen_id="after-warm-up", prompt="Take a photo of the door.", max_tokens=1)
+    ids, prefix_len = engine.chat_ids(task)
+    engine.add(task)
+    while not any(out.finished for out in engine.step().outputs):
+        pass
+    engine.release(task.gen_id)
+    assert engine.stats.cached_tokens >= prefix_len // engine.block_size * engine.block_size > 0
+    engine.reset()
+
+
 def test_constrained_plans_parse(engine):
     requests = [request(f"p{i}", ss, task, max_tokens=160) for i, (ss, task) in enumerate(TASKS)]
     for gen_id, run in generate(engine, requests, segmented=True).items():
