@@ -146,6 +146,7 @@ def test_policies_resolve_to_what_the_planner_does():
     assert ablated.pauses_after_segment and not ablated.holds_segments and not ablated.shrinks_batch
     paper = get_policy("timelyllm-paper").behaviour(on)  # a policy only uses the features it has
     assert paper.pauses_after_segment and paper.latency_guided and not paper.holds_segments
+    assert timely.latency_guided and timely.guards_by_importance and not paper.guards_by_importance
     assert not get_policy("timelyllm-paper").behaviour(on, latency_guided_batches=False).latency_guided
     vllm = get_policy("vllm").behaviour(on)
     assert not vllm.streams_segments and not vllm.preemptive and not vllm.pauses_after_segment
@@ -173,6 +174,38 @@ def test_rtlm_consolidates_batches_of_similar_predicted_length():
     assert not controller._consolidates(plan(10), batch)
     assert controller._consolidates(plan(500), [])  # an empty batch takes anything
     assert not controller._consolidates(plan(25), batch + [plan(25)])  # b = 3 reached
+
+
+def test_latency_guided_admission_holds_no_task_back_for_a_less_important_one():
+    """The paper's admission defers any newcomer whose prefill would make a running segment
+    late; `timely`'s protects only running segments at least as important as the newcomer,
+    so an urgent task joins at once while a normal one still waits."""
+    from types import SimpleNamespace
+
+    from llm_planner.sched.batch import BatchController
+    from llm_planner.settings.config import BatchConfig
+
+    engine = SimpleNamespace(context_tokens=lambda gen_id: 100, kv_free_tokens=lambda: 10_000,
+                             prompt_tokens=lambda request: 50,
+                             predict_step_s=lambda batch, context, prefill=0, resumes=0: 0.0075 * batch + 0.001 * prefill)
+
+    def member(gid, e, deadline_s, in_engine):
+        return SimpleNamespace(task_id=gid, request=None, entry=e, in_engine=in_engine, replica=0 if in_engine else None,
+                               tokens=0, seg_tokens=0, expected_segment_tokens=20, deadline_s=deadline_s,
+                               expected_remaining_tokens=20)
+
+    # Alone, the running normal segment ends at 0.15 s, before its deadline; with a newcomer's
+    # prefill and a batch of two, at 0.35 s, after it.
+    running = member("running", entry("running", NORMAL, 0.0), deadline_s=0.2, in_engine=True)
+    for newcomer_tuf, guard, admitted in ((URGENT, False, False), (URGENT, True, True), (NORMAL, True, False)):
+        newcomer = member("new", entry("new", newcomer_tuf, 0.0), deadline_s=0.2, in_engine=False)
+        controller = BatchController(BatchConfig(), engine, latency_guided=True, preemptive=True,
+                                     guard_by_importance=guard)
+        queue = PudQueue()
+        queue.push(newcomer.entry)
+        selection = controller.select(queue, [running], {"running": running, "new": newcomer}, now=0.0)
+        assert bool(selection.admitted) == admitted, (newcomer_tuf, guard)
+        assert controller.deferred == (0 if admitted else 1)
 
 
 def test_a_batch_shrunk_for_an_urgent_generation_stays_shrunk_while_it_runs_alone():

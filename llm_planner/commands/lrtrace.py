@@ -210,8 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim_options(p)
     p.add_argument("--policies", default=",".join(POLICIES))
     p.add_argument("--ablation", action="store_true",
-                   help="also run timely with each of hold, shrink and keep-running switched off, and with "
-                        "the other segment-length estimate (predictor none vs auto)")
+                   help="also run timely with each of hold, shrink, keep-running, bound-wait and its "
+                        "latency-guided admission switched off, and with the other segment-length estimate "
+                        "(predictor none vs auto)")
     p.add_argument("--seeds", type=int, default=1,
                    help="runs per policy; a preset is recomposed per seed, a file's jobs are kept "
                         "and the seed draws the execution times not recorded in the jobs")

@@ -208,6 +208,8 @@ def variants(policies: list[str], config: PlannerConfig, ablation: bool, replica
             features = config.features.model_copy(update={feature: False})
             label = f"timely -{feature.replace('_', '-')}"
             runs.append(Variant(label, "timely", config.model_copy(update={"features": features})))
+        batch = config.batch.model_copy(update={"latency_guided": False})
+        runs.append(Variant("timely -latency-guided", "timely", config.model_copy(update={"batch": batch})))
         other = "auto" if config.predictor == "none" else "none"
         runs.append(Variant(f"timely predictor={other}", "timely", config.model_copy(update={"predictor": other})))
     return runs

@@ -124,7 +124,7 @@ class Planner:
         self.batches = [BatchController(config.batch, replica.engine, latency_guided=behaviour.latency_guided,
                                         preemptive=behaviour.preemptive, shrink=behaviour.shrinks_batch,
                                         consolidation=config.rtlm if behaviour.prices_whole_plans else None,
-                                        replica=replica.index)
+                                        replica=replica.index, guard_by_importance=behaviour.guards_by_importance)
                         for replica in self.replicas]
         self.placement = make_placement(config.placement)
         self.records: dict[str, TaskRecord] = {}  # every task still running and the finished ones kept

@@ -5,7 +5,9 @@
   generation that can still make its deadline still finishes its segment in time with the
   bigger batch (and the newcomer's prefill in the next iteration). Candidates are taken in
   priority order and admission stops at the first that does not fit, so a lower-priority
-  generation never overtakes a higher-priority one;
+  generation never overtakes a higher-priority one. `timely` protects only the running
+  generations at least as important as the newcomer (TUF beta): an urgent task is not held
+  back for a normal one's deadline;
 - preemption (suspending policies): with a full batch, a better queued generation replaces
   the lowest-priority running one, which keeps its context and waits in the queue;
 - shrinking (`timely`): while a more important generation (larger TUF beta: an urgent task)
@@ -61,10 +63,12 @@ class Selection:
 
 class BatchController:
     def __init__(self, config: BatchConfig, engine: Engine, latency_guided: bool, preemptive: bool,
-                 shrink: bool = False, consolidation: RtlmConfig | None = None, replica: int = 0) -> None:
+                 shrink: bool = False, consolidation: RtlmConfig | None = None, replica: int = 0,
+                 guard_by_importance: bool = False) -> None:
         self.max_batch_size = config.max_batch_size
         self.consolidation = consolidation
         self.latency_guided = latency_guided
+        self.guard_by_importance = guard_by_importance
         self.preemptive = preemptive
         self.shrink = shrink
         self.engine = engine
@@ -112,7 +116,8 @@ class BatchController:
             base = [g for g in batch if g is not victim]
             base_context = context - (self.engine.context_tokens(victim.task_id) if victim else 0)
             if self.latency_guided and not self._keeps_deadlines(
-                    base, base_context + new_context, prefill_total + prefill, resumes + int(resume), now):
+                    base, base_context + new_context, prefill_total + prefill, resumes + int(resume), now,
+                    entry.tuf.beta):
                 self.deferred += 1
                 break
             if victim is not None:
@@ -217,13 +222,16 @@ class BatchController:
         return entry.tuf.utility(delayed - entry.ref_s) >= entry.tuf.utility(finish - entry.ref_s)
 
     def _keeps_deadlines(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
-                         now: float) -> bool:
-        """False if admitting would make a running generation miss a deadline it would
-        otherwise meet (one that misses anyway does not block admissions)."""
+                         now: float, beta: float) -> bool:
+        """False if admitting a newcomer (TUF `beta`) would make a running generation miss a
+        deadline it would otherwise meet (one that misses anyway does not block admissions;
+        with `guard_by_importance`, neither does one less important than the newcomer)."""
         step_now = self.engine.predict_step_s(len(batch), context)
         step = self.engine.predict_step_s(len(batch) + 1, context)
         first = self.engine.predict_step_s(len(batch) + 1, context, prefill, resumes)
         for gen in batch:
+            if self.guard_by_importance and gen.entry is not None and gen.entry.tuf.beta < beta:
+                continue
             slack = gen.deadline_s - now
             remaining = self._remaining_tokens(gen)
             if remaining * step_now < slack <= first + (remaining - 1) * step:

@@ -297,6 +297,7 @@ class Behaviour:
     holds_segments: bool  # hold a segment back when streaming it would leave the robot waiting later
     shrinks_batch: bool  # suspend generations that can wait so an urgent segment decodes at a small batch
     latency_guided: bool  # admit only while running deadlines hold (TimelyLLM 4.4)
+    guards_by_importance: bool  # ...only those at least as important as the newcomer (larger beta first)
     predicted_lengths: bool
     prices_whole_plans: bool  # RT-LM's pricing, offload lane and consolidation
     lost_wait_s: float = math.inf  # a segment lost for this long goes first (PudQueue)
@@ -315,6 +316,7 @@ class Policy:
     hold: bool = False
     shrink: bool = False
     bound_wait: bool = False
+    guard_by_importance: bool = False  # latency-guided admission holds no newcomer back for a less important one
 
     def make_queue(self, behaviour: Behaviour | None = None) -> ReadyQueue:
         if self.order == Order.PUD:
@@ -331,6 +333,7 @@ class Policy:
             holds_segments=self.hold and features.hold,
             shrinks_batch=self.shrink and features.shrink,
             latency_guided=self.latency_guided and latency_guided_batches,
+            guards_by_importance=self.guard_by_importance,
             predicted_lengths=self.lengths != Lengths.FIXED,
             prices_whole_plans=self.lengths == Lengths.PREDICTED_PLAN,
             lost_wait_s=features.lost_wait_s if self.bound_wait and features.bound_wait else math.inf,
@@ -340,10 +343,11 @@ class Policy:
 _PAPER = dict(delivery=Delivery.SEGMENTS, preemption=Preemption.AFTER_EACH_SEGMENT, latency_guided=True)
 POLICIES: dict[PolicyName, Policy] = {p.name: p for p in (
     Policy(name=PolicyName.TIMELY, order=Order.PUD, delivery=Delivery.SEGMENTS, preemption=Preemption.WHEN_NEEDED,
-           lengths=Lengths.PREDICTED, hold=True, shrink=True, bound_wait=True,
+           latency_guided=True, lengths=Lengths.PREDICTED, hold=True, shrink=True, bound_wait=True,
+           guard_by_importance=True,
            description="segmented generation, PUD priority with a bound on waiting once utility is lost, "
-                       "utility-aware hold/stream dispatch, no pause after a segment, batch shrinking, segment "
-                       "lengths from the configured predictor"),
+                       "latency-guided admission that never holds a task back for a less important one, utility-aware hold/stream dispatch, no pause after a segment, "
+                       "batch shrinking, segment lengths from the configured predictor"),
     Policy(name=PolicyName.TIMELYLLM_PAPER, order=Order.PUD, **_PAPER,
            description="the TimelyLLM paper: segmented generation, PUD priority with a fixed G per segment, "
                        "latency-guided admission, every segment streamed and the generation paused after it"),
