@@ -187,12 +187,13 @@ def test_latency_guided_admission_holds_no_task_back_for_a_less_important_one():
 
     engine = SimpleNamespace(context_tokens=lambda gen_id: 100, kv_free_tokens=lambda: 10_000,
                              prompt_tokens=lambda request: 50,
-                             predict_step_s=lambda batch, context, prefill=0, resumes=0: 0.0075 * batch + 0.001 * prefill)
+                             predict_step_s=lambda batch, context, prefill=0, resumes=0:
+                             0.0075 * batch + 0.001 * prefill)
 
     def member(gid, e, deadline_s, in_engine):
-        return SimpleNamespace(task_id=gid, request=None, entry=e, in_engine=in_engine, replica=0 if in_engine else None,
-                               tokens=0, seg_tokens=0, expected_segment_tokens=20, deadline_s=deadline_s,
-                               expected_remaining_tokens=20)
+        return SimpleNamespace(task_id=gid, request=None, entry=e, in_engine=in_engine,
+                               replica=0 if in_engine else None, tokens=0, seg_tokens=0,
+                               expected_segment_tokens=20, deadline_s=deadline_s, expected_remaining_tokens=20)
 
     # Alone, the running normal segment ends at 0.15 s, before its deadline; with a newcomer's
     # prefill and a batch of two, at 0.35 s, after it.

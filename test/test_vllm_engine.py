@@ -227,7 +227,7 @@ def test_a_new_engine_runs_a_warm_up_batch_once_and_keeps_nothing_of_it(engine, 
 
     # The shared prefix is still cached for the tasks that come.
     task = dataclasses.replace(shared, gen_id="after-warm-up", prompt="Take a photo of the door.", max_tokens=1)
-    ids, prefix_len = engine.chat_ids(task)
+    _, prefix_len = engine.chat_ids(task)
     engine.add(task)
     while not any(out.finished for out in engine.step().outputs):
         pass

@@ -55,7 +55,7 @@ WARM_UP_BATCH = 16
 WARM_UP_TOKENS = 16
 
 
-def warm_up_task(i: int) -> str:
+def _warm_up_task(i: int) -> str:
     """The task text of the warm-up batch's generation `i`, as long as a typical task's."""
     return (f"Task {i}: go to the charging pad at point {i}, look around for the red box, pick it up if it is "
             f"there, bring it back to the start, and report what else is on the way.")
@@ -411,10 +411,10 @@ class VllmEngine(Engine):
         """Prefill each distinct shared prefix once (one token), so the first tasks find their
         skill set's system prompt in the prefix cache, as a long-running planner would.
 
-        A new engine first runs one batch of generations through (`_run_warm_batch`): the
-        first iterations of a fresh vLLM CPU engine take 2-3x as long as the same iterations
-        later (first-use costs in memory and kernels), which would otherwise fall on the first
-        tasks, or on the first of the runs a comparison makes."""
+        A new engine then runs one batch of generations through (`_run_warm_batch`): the
+        first iterations of a fresh vLLM CPU engine take over twice as long as the same
+        iterations later (first-use costs in memory and kernels), which would otherwise fall on
+        the first tasks, or on the first of the runs a comparison makes."""
         self._cache_prefixes(requests)
         if not self.warm_batch_run and requests:
             self._run_warm_batch(requests)
@@ -438,7 +438,7 @@ class VllmEngine(Engine):
         (cached, so that a long few-shot prefix is not prefilled 16 times), their own text
         prefilled together and decoded together, then dropped. The clock does not move; the
         prefix cache keeps their blocks, which no task's prompt matches past the shared prefix."""
-        batch = [replace(requests[i % len(requests)], gen_id=f"warm-up/batch/{i}", prompt=warm_up_task(i),
+        batch = [replace(requests[i % len(requests)], gen_id=f"warm-up/batch/{i}", prompt=_warm_up_task(i),
                          max_tokens=WARM_UP_TOKENS)
                  for i in range(WARM_UP_BATCH)]
         for request in batch:

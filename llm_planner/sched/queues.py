@@ -346,8 +346,9 @@ POLICIES: dict[PolicyName, Policy] = {p.name: p for p in (
            latency_guided=True, lengths=Lengths.PREDICTED, hold=True, shrink=True, bound_wait=True,
            guard_by_importance=True,
            description="segmented generation, PUD priority with a bound on waiting once utility is lost, "
-                       "latency-guided admission that never holds a task back for a less important one, utility-aware hold/stream dispatch, no pause after a segment, "
-                       "batch shrinking, segment lengths from the configured predictor"),
+                       "latency-guided admission that never holds a task back for a less important one, "
+                       "utility-aware hold/stream dispatch, no pause after a segment, batch shrinking, segment "
+                       "lengths from the configured predictor"),
     Policy(name=PolicyName.TIMELYLLM_PAPER, order=Order.PUD, **_PAPER,
            description="the TimelyLLM paper: segmented generation, PUD priority with a fixed G per segment, "
                        "latency-guided admission, every segment streamed and the generation paused after it"),

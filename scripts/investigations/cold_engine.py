@@ -3,8 +3,8 @@
 Runs the first `--jobs` jobs of `config/jobs/contended_fleet.yaml` (`timely`, plans written by
 the model, robots simulated on the virtual clock) twice on one engine, and prints each run's
 first iterations: when each started, how long it took and which generations it held. With
-`--no-warm-batch` the engine skips its warm-up batch (as it did before it had one): the first
-run's iterations then take 2-3x as long as the second's, for the same work.
+`--no-warm-batch` the engine skips its warm-up batch, as a cold engine: the first run's first
+iterations then take over twice as long as the second's, for the same work.
 
 Usage: . scripts/env.sh && python scripts/investigations/cold_engine.py [--no-warm-batch] [--jobs 10]"""
 
