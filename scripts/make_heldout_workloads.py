@@ -1,12 +1,15 @@
-"""Write the two held-out workloads in the TimelyLLM artifact's JSON format:
+"""Write the held-out workloads in the TimelyLLM artifact's JSON format:
 
 - drone_burst: eight Tello drones; two bursts of normal tasks (survey, inspect, fetch a view)
   with urgent alerts (obstacle, person too close, lost target) arriving inside each burst;
 - arm_heavy: four arms (two Indy7 with MiniSpec, two FLTRNN Python arms) with long
-  pick-and-place plans, and urgent safety stops (a hand in the workspace).
+  pick-and-place plans, and urgent safety stops (a hand in the workspace);
+- mixed_fleet: five drones and three arms with normal tasks arriving at random (Poisson, about
+  one a second for 45 s) and urgent alerts at random in the same span on two drones and two
+  arms of their own: a steady stream rather than bursts.
 
 Each workload file is a list of jobs ("trigger time", agent, trace, task text, TUF); its trace
-set (task_plan = a plan written by hand, for the `sim` engine) sits beside it. Neither is used
+set (task_plan = a plan written by hand, for the `sim` engine) sits beside it. None is used
 to tune any parameter: they are run once, after the policies are fixed.
 
     python scripts/make_heldout_workloads.py   # writes config/workloads/heldout/*.json
@@ -111,9 +114,31 @@ def arm_heavy(rng: random.Random) -> tuple[list[dict], dict]:
     return sorted(jobs, key=lambda j: j["trigger time"]), traces
 
 
+def mixed_fleet(rng: random.Random) -> tuple[list[dict], dict]:
+    traces = {str(i): _trace(i, text, plan, urgent, "drone", "typefly")
+              for i, (text, plan, urgent) in enumerate(DRONE_TRACES, start=1)}
+    for i, (text, plan, urgent, robot) in enumerate(ARM_TRACES, start=len(traces) + 1):
+        traces[str(i)] = _trace(i, text, plan, urgent, "robot_arm", "indy7" if robot == "indy7" else "fltrnn")
+
+    def pool(system: str, tuf: list) -> list[dict]:
+        return [tr for tr in traces.values() if tr["robot_system"] == system and tr["task_tuf"] == tuf]
+
+    # agents 0-4 drones, 5-6 Indy7 arms, 7 a FLTRNN arm; alerts: 8-9 drones, 10 Indy7, 11 FLTRNN
+    systems = ["typefly"] * 5 + ["indy7"] * 2 + ["fltrnn"] + ["typefly"] * 2 + ["indy7", "fltrnn"]
+    arrivals: list[tuple[float, int, list]] = []
+    for agents, tuf, rate in ((range(8), NORMAL_TUF, 1.0), (range(8, 12), URGENT_TUF, 0.25)):
+        t = rng.expovariate(rate)
+        while t < 45.0:
+            arrivals.append((t, rng.choice(list(agents)), tuf))
+            t += rng.expovariate(rate)
+    jobs = [_job(i, t, agent, rng.choice(pool(systems[agent], tuf)))
+            for i, (t, agent, tuf) in enumerate(sorted(arrivals, key=lambda a: a[0]))]
+    return jobs, traces
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, make in (("drone_burst", drone_burst), ("arm_heavy", arm_heavy)):
+    for name, make in (("drone_burst", drone_burst), ("arm_heavy", arm_heavy), ("mixed_fleet", mixed_fleet)):
         jobs, traces = make(random.Random(name))
         (OUT / f"{name}.json").write_text(json.dumps(jobs, indent=1) + "\n")
         (OUT / f"{name}-traces.json").write_text(json.dumps(traces, indent=1) + "\n")

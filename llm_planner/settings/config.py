@@ -71,7 +71,7 @@ class FeaturesConfig(_Strict):
                                                        "goes first, the longest lost first, in the slack of "
                                                        "segments that can still earn utility: none waits without "
                                                        "bound")
-    lost_wait_s: float = Field(default=10.0, gt=0, description="bound_wait: how long a segment may wait once its "
+    lost_wait_s: float = Field(default=30.0, gt=0, description="bound_wait: how long a segment may wait once its "
                                                               "utility is lost")
 
 
