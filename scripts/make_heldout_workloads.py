@@ -80,11 +80,25 @@ def _job(job_id: int, t: float, agent: int, trace: dict) -> dict:
             "task_input": trace["task_input"], "tuf": trace["task_tuf"]}
 
 
+def _drone_traces(first_id: int = 1) -> dict[str, dict]:
+    return {str(i): _trace(i, text, plan, urgent, "drone", "typefly")
+            for i, (text, plan, urgent) in enumerate(DRONE_TRACES, start=first_id)}
+
+
+def _arm_traces(first_id: int = 1) -> dict[str, dict]:
+    return {str(i): _trace(i, text, plan, urgent, "robot_arm", "indy7" if robot == "indy7" else "fltrnn")
+            for i, (text, plan, urgent, robot) in enumerate(ARM_TRACES, start=first_id)}
+
+
+def _pool(traces: dict[str, dict], system: str, tuf: list) -> list[dict]:
+    """The traces of one robot system and one TUF (urgency level), in trace order."""
+    return [tr for tr in traces.values() if tr["robot_system"] == system and tr["task_tuf"] == tuf]
+
+
 def drone_burst(rng: random.Random) -> tuple[list[dict], dict]:
-    traces = {str(i): _trace(i, text, plan, urgent, "drone", "typefly")
-              for i, (text, plan, urgent) in enumerate(DRONE_TRACES, start=1)}
-    normal = [t for t in traces.values() if t["task_tuf"] == NORMAL_TUF]
-    urgent = [t for t in traces.values() if t["task_tuf"] == URGENT_TUF]
+    traces = _drone_traces()
+    normal = _pool(traces, "typefly", NORMAL_TUF)
+    urgent = _pool(traces, "typefly", URGENT_TUF)
     jobs: list[dict] = []
     for burst_start in (0.0, 8.0):
         for agent in range(6):  # six drones get a normal task within a second
@@ -95,34 +109,23 @@ def drone_burst(rng: random.Random) -> tuple[list[dict], dict]:
 
 
 def arm_heavy(rng: random.Random) -> tuple[list[dict], dict]:
-    traces = {}
-    for i, (text, plan, urgent, robot) in enumerate(ARM_TRACES, start=1):
-        traces[str(i)] = _trace(i, text, plan, urgent, "robot_arm", "indy7" if robot == "indy7" else "fltrnn")
+    traces = _arm_traces()
     jobs: list[dict] = []
     t = 0.0
     for _ in range(14):  # long plans, one every ~1 s, on four arms in turn
         agent = len(jobs) % 4
         kind = "indy7" if agent < 2 else "fltrnn"
-        pool = [tr for tr in traces.values() if tr["robot_system"] == kind and tr["task_tuf"] == NORMAL_TUF]
-        jobs.append(_job(len(jobs), t, agent, rng.choice(pool)))
+        jobs.append(_job(len(jobs), t, agent, rng.choice(_pool(traces, kind, NORMAL_TUF))))
         t += rng.uniform(0.5, 1.5)
     for when in (2.0, 6.0, 10.0):  # safety alerts on arms of their own
         agent = 4 + len([j for j in jobs if j["agent_id"] >= 4]) % 2
         kind = "indy7" if agent == 4 else "fltrnn"
-        pool = [tr for tr in traces.values() if tr["robot_system"] == kind and tr["task_tuf"] == URGENT_TUF]
-        jobs.append(_job(len(jobs), when + rng.uniform(0, 0.5), agent, rng.choice(pool)))
+        jobs.append(_job(len(jobs), when + rng.uniform(0, 0.5), agent, rng.choice(_pool(traces, kind, URGENT_TUF))))
     return sorted(jobs, key=lambda j: j["trigger time"]), traces
 
 
 def mixed_fleet(rng: random.Random) -> tuple[list[dict], dict]:
-    traces = {str(i): _trace(i, text, plan, urgent, "drone", "typefly")
-              for i, (text, plan, urgent) in enumerate(DRONE_TRACES, start=1)}
-    for i, (text, plan, urgent, robot) in enumerate(ARM_TRACES, start=len(traces) + 1):
-        traces[str(i)] = _trace(i, text, plan, urgent, "robot_arm", "indy7" if robot == "indy7" else "fltrnn")
-
-    def pool(system: str, tuf: list) -> list[dict]:
-        return [tr for tr in traces.values() if tr["robot_system"] == system and tr["task_tuf"] == tuf]
-
+    traces = _drone_traces() | _arm_traces(first_id=len(DRONE_TRACES) + 1)
     # agents 0-4 drones, 5-6 Indy7 arms, 7 a FLTRNN arm; alerts: 8-9 drones, 10 Indy7, 11 FLTRNN
     systems = ["typefly"] * 5 + ["indy7"] * 2 + ["fltrnn"] + ["typefly"] * 2 + ["indy7", "fltrnn"]
     arrivals: list[tuple[float, int, list]] = []
@@ -131,7 +134,7 @@ def mixed_fleet(rng: random.Random) -> tuple[list[dict], dict]:
         while t < 45.0:
             arrivals.append((t, rng.choice(list(agents)), tuf))
             t += rng.expovariate(rate)
-    jobs = [_job(i, t, agent, rng.choice(pool(systems[agent], tuf)))
+    jobs = [_job(i, t, agent, rng.choice(_pool(traces, systems[agent], tuf)))
             for i, (t, agent, tuf) in enumerate(sorted(arrivals, key=lambda a: a[0]))]
     return jobs, traces
 
