@@ -13,8 +13,9 @@
 - shrinking (`timely`): while a more important generation (larger TUF beta: an urgent task)
   decodes, running generations that can afford to wait for it without losing utility (their
   robots are busy long enough, or their segment's utility is already lost) are suspended and
-  kept out while their return would cost it utility, so the important one decodes at a small
-  batch's step time. They return when it leaves the batch or its segment has slack;
+  kept out while their return would cost it utility (at its segment's expected length or a
+  shorter one), so the important one decodes at a small batch's step time. They return when
+  it leaves the batch, its segment has slack, or not even one more token could earn;
 - consolidation (`rtlm`, RT-LM's dynamic consolidation): at most b generations, and one joins
   a running batch only if its predicted remaining tokens are within a factor e^lambda of the
   batch's median, so generations of similar length run together.
@@ -25,7 +26,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 from llm_planner.engine.base import Engine, GenerationRequest
 from llm_planner.sched.queues import QueueEntry, ReadyQueue
@@ -151,11 +152,10 @@ class BatchController:
     def _shrink_for(self, critical: BatchMember, candidates: list[BatchMember], batch: list[BatchMember],
                     context: int, now: float) -> list[BatchMember]:
         """The fewest running generations to suspend so that `critical` earns more utility
-        from its segment, each of which can wait for it (and its own resume) at no loss.
-        Empty if no such set helps: a suspension and its resume are not free."""
-        entry = critical.entry
+        from its segment at its expected length or, if no set does, all of them if that helps
+        a shorter segment; each can wait for it (and its own resume) at no loss. Empty if no
+        such set helps: a suspension and its resume are not free."""
         step = self.engine.predict_step_s(len(batch), context)
-        utility_now = entry.tuf.utility(now + self._remaining_s(critical, step) - entry.ref_s)
         chosen: list[BatchMember] = []
         smaller, small_context = list(batch), context
         for g in sorted(candidates, key=lambda g: -(g.deadline_s - now)):  # most slack first
@@ -165,8 +165,10 @@ class BatchController:
             smaller.remove(g)
             small_context -= self.engine.context_tokens(g.task_id)
             small_step = self.engine.predict_step_s(len(smaller), small_context)
-            if entry.tuf.utility(now + self._remaining_s(critical, small_step) - entry.ref_s) > utility_now:
+            if self._earns_more(critical, now, lambda n: n * small_step, lambda n: n * step, shorter=False):
                 return chosen
+        if chosen and self._earns_more(critical, now, lambda n: n * small_step, lambda n: n * step):
+            return chosen
         return []
 
     def _joining(self, gen: BatchMember) -> tuple[int, int, bool]:
@@ -183,12 +185,21 @@ class BatchController:
         """True if `gen` joining the batch would cost `critical` utility on its current segment
         (once that segment has slack, the generations kept out for it may return)."""
         prefill, added, resume = self._joining(gen)
-        resumes = int(resume)
-        entry, remaining = critical.entry, self._remaining_tokens(critical)
-        alone = now + remaining * self.engine.predict_step_s(len(batch), context)
-        joined = now + self.engine.predict_step_s(len(batch) + 1, context + added, prefill, resumes) \
-            + (remaining - 1) * self.engine.predict_step_s(len(batch) + 1, context + added)
-        return entry.tuf.utility(joined - entry.ref_s) < entry.tuf.utility(alone - entry.ref_s)
+        alone = self.engine.predict_step_s(len(batch), context)
+        first = self.engine.predict_step_s(len(batch) + 1, context + added, prefill, int(resume))
+        joined = self.engine.predict_step_s(len(batch) + 1, context + added)
+        return self._earns_more(critical, now, lambda n: n * alone, lambda n: first + (n - 1) * joined)
+
+    def _earns_more(self, gen: BatchMember, now: float, fast: Callable[[int], float],
+                    slow: Callable[[int], float], shorter: bool = True) -> bool:
+        """True if `gen`'s current segment earns more utility when its n tokens take `fast(n)`
+        seconds than `slow(n)`, at its expected length or (`shorter`) any shorter one. The
+        expected length is an upper estimate (without a predictor, the skill set's l_max,
+        which a model's segments often undercut by half), so a segment that earns nothing
+        either way at that length is not given up for lost while a shorter one would earn."""
+        entry, remaining = gen.entry, self._remaining_tokens(gen)
+        return any(entry.tuf.utility(now + fast(n) - entry.ref_s) > entry.tuf.utility(now + slow(n) - entry.ref_s)
+                   for n in (range(remaining, 0, -1) if shorter else (remaining,)))
 
     def _critical(self, batch: list[BatchMember]) -> BatchMember | None:
         """The running generation others may be suspended for: the most important (largest
