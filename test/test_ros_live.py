@@ -35,3 +35,28 @@ def test_replay_record_report(tmp_path, capsys):
     assert main(["report", str(rec), "--json", str(report_json)]) == 0
     reported = json.loads(report_json.read_text())["timely"]
     assert reported == {k: v for k, v in live.items() if k != "urgent_first_action"}
+
+
+def test_replay_of_one_level_sends_only_its_jobs(tmp_path):
+    """`--levels urgent`: only the urgent jobs are published, each at its time in the whole
+    workload, and every one of them ends."""
+    from llm_planner.lrtrace.compare import only_levels, resolve_workload
+    from llm_planner.settings.config import load_planner_config
+
+    config = load_planner_config()
+    source = resolve_workload("live1", None, config, 20.0)
+    urgent = only_levels(source.workload(0), source.traces, config, ["urgent"])
+    assert 0 < len(urgent.jobs) < len(source.workload(0).jobs)
+    rec, out = tmp_path / "urgent.mcap", tmp_path / "urgent.json"
+    assert main(["replay", "live1", "--start-fleet", "--duration", "20", "--levels", "urgent", "--quiet",
+                 "--record", str(rec), "--json", str(out), "--grace", "60"]) == 0
+    result = json.loads(out.read_text())["timely"]
+    assert "normal" not in result and result["urgent"]["tasks"] == len(urgent.jobs)
+    tasks, statuses = read_recording(rec)
+    assert sorted(m.task_id for _, m in tasks) == sorted(j.task_id for j in urgent.jobs)
+    assert {m.task_id for _, m in statuses if m.state == 4} == {m.task_id for _, m in tasks}
+    published = {m.task_id: t for t, m in tasks}
+    first = min(urgent.jobs, key=lambda j: j.arrival_s)
+    for job in urgent.jobs:  # the gaps of the whole workload, not closed up
+        gap = published[job.task_id] - published[first.task_id]
+        assert gap == pytest.approx(job.arrival_s - first.arrival_s, abs=0.3)

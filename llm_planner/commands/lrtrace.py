@@ -257,6 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the engine profile the workload was written for: arrivals are spread by how much "
                         "slower this machine's engine is (never compressed)")
     p.add_argument("--duration", type=float, help="replay only the jobs arriving in the first N seconds")
+    p.add_argument("--levels", help="replay only the jobs of these urgency levels, comma-separated, at the whole "
+                                    "workload's pace (urgent: what any policy can reach for them alone)")
     p.add_argument("--grace", type=float,
                    help="after the last arrival, seconds to wait without any status change before giving up "
                         "on the tasks still open (default: 60 + 3x the engine time of the workload's plans on "

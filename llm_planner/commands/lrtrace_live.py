@@ -6,7 +6,7 @@ from pathlib import Path
 
 from llm_planner.commands.lrtrace_shared import console, planner_config, progress_bar, stdout, vllm_engine, write_json
 from llm_planner.lrtrace import report
-from llm_planner.lrtrace.compare import executed_plan_stats, parse_policies, resolve_workload
+from llm_planner.lrtrace.compare import executed_plan_stats, only_levels, parse_levels, parse_policies, resolve_workload
 from llm_planner.lrtrace.load import load_traces
 from llm_planner.lrtrace.metrics import by_label, by_level, recovery, task_differences, terminal_counts
 
@@ -43,13 +43,15 @@ def cmd_replay(args) -> int:
     config = planner_config(args)
     policies = parse_policies(args.policies or args.policy or config.policy)
     source = resolve_workload(args.workload, args.traces, config, args.duration)
-    workload = source.workload(args.seed)
+    whole = source.workload(args.seed)
+    levels = parse_levels(args.levels, config)
+    workload = only_levels(whole, source.traces, config, levels) if levels else whole
     engine = None
     if config.engine == "vllm" and args.start_fleet:
         from llm_planner.domain.clock import WallClock
 
         engine = vllm_engine(config, args, WallClock())
-    speed, grace_s = _pace(args, config, len(workload.jobs), engine)
+    speed, grace_s = _pace(args, config, len(whole.jobs), engine)  # the whole workload's pace, levels or not
     console.print(f"grace for the last tasks: {grace_s:.0f} s")
     out = stdout()
     result, complete = {}, True
