@@ -209,27 +209,37 @@ def test_latency_guided_admission_holds_no_task_back_for_a_less_important_one():
         assert controller.deferred == (0 if admitted else 1)
 
 
+def _engine_stepping(step_per_sequence_s):
+    """What the batch controller reads of an engine whose step grows linearly with the batch."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(context_tokens=lambda gen_id: 100, kv_free_tokens=lambda: 10_000,
+                           prompt_tokens=lambda request: 50,
+                           predict_step_s=lambda batch, context, prefill=0, resumes=0:
+                           step_per_sequence_s * max(1, batch))
+
+
+def _running(gid, e, deadline_s):
+    """A generation in the engine whose current segment is expected at 20 tokens."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(task_id=gid, request=None, entry=e, in_engine=True, replica=0, tokens=5, seg_tokens=0,
+                           expected_segment_tokens=20, deadline_s=deadline_s, expected_remaining_tokens=20)
+
+
 def test_a_segment_hopeless_at_its_expected_length_is_still_shrunk_for_while_a_shorter_one_would_earn():
     """The urgent segment is expected at 20 tokens (l_max), which misses its 0.5 s cutoff at
     either batch size; the model may write it in 5, which only the smaller batch makes in
     time. So the normal generation that can wait is suspended for it, and kept out while it
     decodes; once not even one more token can come before the cutoff, nothing is."""
-    from types import SimpleNamespace
-
     from llm_planner.sched.batch import BatchController
     from llm_planner.settings.config import BatchConfig
 
-    engine = SimpleNamespace(context_tokens=lambda gen_id: 100, kv_free_tokens=lambda: 10_000,
-                             prompt_tokens=lambda request: 50,
-                             predict_step_s=lambda batch, context, prefill=0, resumes=0: 0.06 * max(1, batch))
-
-    def member(gid, e, deadline_s):
-        return SimpleNamespace(task_id=gid, request=None, entry=e, in_engine=True, replica=0, tokens=5, seg_tokens=0,
-                               expected_segment_tokens=20, deadline_s=deadline_s, expected_remaining_tokens=20)
+    engine = _engine_stepping(step_per_sequence_s=0.06)
 
     def select(now):
-        urgent = member("urgent", entry("urgent", URGENT, 0.0), deadline_s=0.2)
-        normal = member("normal", entry("normal", NORMAL, 30.0), deadline_s=31.0)  # its robot is busy for 30 s
+        urgent = _running("urgent", entry("urgent", URGENT, 0.0), deadline_s=0.2)
+        normal = _running("normal", entry("normal", NORMAL, 30.0), deadline_s=31.0)  # its robot is busy for 30 s
         controller = BatchController(BatchConfig(max_batch_size=2), engine, latency_guided=False, preemptive=True,
                                      shrink=True)
         queue = PudQueue()
@@ -249,21 +259,13 @@ def test_a_batch_shrunk_for_an_urgent_generation_stays_shrunk_while_it_runs_alon
     the suspended ones stay out (they can still wait) while their return would cost it
     utility: they do not come straight back to slow it down again, and they return once its
     segment has slack."""
-    from types import SimpleNamespace
-
     from llm_planner.sched.batch import BatchController
     from llm_planner.settings.config import BatchConfig
 
-    engine = SimpleNamespace(context_tokens=lambda gen_id: 100, kv_free_tokens=lambda: 10_000,
-                             prompt_tokens=lambda request: 50,
-                             predict_step_s=lambda batch, context, prefill=0, resumes=0: 0.0075 * max(1, batch))
+    engine = _engine_stepping(step_per_sequence_s=0.0075)
 
-    def member(gid, e, deadline_s):
-        return SimpleNamespace(task_id=gid, request=None, entry=e, in_engine=True, replica=0, tokens=5, seg_tokens=0,
-                               expected_segment_tokens=20, deadline_s=deadline_s, expected_remaining_tokens=20)
-
-    urgent = member("urgent", entry("urgent", URGENT, 0.0), deadline_s=0.2)
-    normal = member("normal", entry("normal", NORMAL, 9.0), deadline_s=10.0)  # its robot is busy for 9 s
+    urgent = _running("urgent", entry("urgent", URGENT, 0.0), deadline_s=0.2)
+    normal = _running("normal", entry("normal", NORMAL, 9.0), deadline_s=10.0)  # its robot is busy for 9 s
     gens = {"urgent": urgent, "normal": normal}
     controller = BatchController(BatchConfig(max_batch_size=2), engine, latency_guided=False, preemptive=True,
                                  shrink=True)
