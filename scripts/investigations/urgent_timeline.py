@@ -84,8 +84,12 @@ def show(log_path: str, recordings: list[str]) -> None:
                 queued.setdefault(msg.task_id, t)
             elif msg.state == TaskState.EXECUTING:
                 sent.setdefault(msg.task_id, t)
-        policies = {r["policy"] for r in rows}  # a recording of several policies' replay ends in -<policy>
-        policy = next((p for p in policies if Path(recording).stem.endswith(f"-{p}")), next(iter(policies)))
+        policies = sorted({r["policy"] for r in rows if r["policy"]})
+        # a recording of several policies' replay ends in -<policy>; a one-policy log needs no name
+        policy = next((p for p in policies if Path(recording).stem.endswith(f"-{p}")),
+                      policies[0] if len(policies) == 1 else None)
+        if policy is None:
+            sys.exit(f"{recording}: its name ends in none of the logged policies ({', '.join(policies)})")
         mine = [r for r in rows if r["policy"] == policy]
         print(f"== {recording} ({policy})")
         for task_id in sorted((m.task_id for _, m in tasks if m.urgency > 0), key=lambda i: queued.get(i, 0.0)):
