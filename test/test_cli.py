@@ -24,7 +24,12 @@ def test_compare_on_artifact_files_writes_the_documented_json(tmp_path, capsys):
     assert recorded == {"plans": {"plans": 3, "tokens_mean": recorded["plans"]["tokens_mean"], "units_mean": 2.0,
                                   "repeated_statement_fraction": 0.0}}
     assert list(result) == ["timely", "timelyllm-paper", "vllm", "vllm-stream", "fcfs", "edf"]
-    for per_level in result.values():
+    for label, per_level in result.items():
+        paired = per_level.pop("paired", None)  # the gap to timely, seed by seed
+        assert (paired is None) == (label == "timely")
+        if paired is not None:
+            assert paired["reference"] == "timely" and paired["all"]["seeds"] == 2
+            assert paired["all"]["min"] <= paired["all"]["mean"] <= paired["all"]["max"]
         assert set(per_level) == {"normal", "urgent", "all", "plans"}
         for level in ("normal", "urgent", "all"):
             assert set(per_level[level]) == set(METRIC_KEYS)
@@ -36,6 +41,7 @@ def test_compare_on_artifact_files_writes_the_documented_json(tmp_path, capsys):
     assert (tmp_path / "plots" / "timeline.png").stat().st_size > 10_000
     printed = capsys.readouterr().out
     assert "urgent tasks" in printed and "simulated s per wall s" in printed
+    assert "timely minus each run" in printed
 
 
 def test_compare_preset_and_errors(tmp_path, capsys):

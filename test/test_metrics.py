@@ -1,10 +1,17 @@
-"""Per-task comparison of a live and a simulated run."""
+"""Run metrics: per-task comparison of a live and a simulated run, plan throughput, and the
+seed-by-seed gap between two policies."""
 
 import math
 
-from llm_planner.domain.tasks import TaskRecord, TaskRequest
+from llm_planner.domain.tasks import TaskRecord, TaskRequest, TaskState
 from llm_planner.domain.tuf import Tuf
-from llm_planner.lrtrace.metrics import by_level, robot_busy_at_arrival, summarize, task_differences
+from llm_planner.lrtrace.metrics import (
+    by_level,
+    paired_differences,
+    robot_busy_at_arrival,
+    summarize,
+    task_differences,
+)
 
 
 def record(task_id, robot, arrival, finished, response, level="normal"):
@@ -50,3 +57,24 @@ def test_plans_per_minute_over_seeds_add_each_runs_span_instead_of_overlapping_t
     assert levels["all"]["plans_per_min"] == 4.0  # 4 plans in 2 x 30 s, not in 30 s
     assert levels["urgent"]["plans_per_min"] == 60.0 * 2 / (2 * 24.0)
     assert levels["normal"]["plans_per_min"] == 60.0 * 2 / (2 * 4.0)
+
+
+def executed(task_id, level, utility):
+    """A task that ran one unit (beta 1) and earned `utility` of it."""
+    r = record(task_id, "r1", 0.0, 5.0, 0.5, level=level)
+    r.state, r.units_executed, r.utility = TaskState.SUCCEEDED, 1, utility
+    return r
+
+
+def test_paired_differences_compare_two_policies_seed_by_seed():
+    # seed 0: the reference earns 0.9 / 0.5 (normal / urgent), the other 0.8 / 0.5;
+    # seed 1: 0.6 / 1.0 against 0.7 / 0.4
+    reference = [[executed("n", "normal", 0.9), executed("u", "urgent", 0.5)],
+                 [executed("n", "normal", 0.6), executed("u", "urgent", 1.0)]]
+    other = [[executed("n", "normal", 0.8), executed("u", "urgent", 0.5)],
+             [executed("n", "normal", 0.7), executed("u", "urgent", 0.4)]]
+    gaps = paired_differences(other, reference)
+    assert gaps["normal"] == {"mean": 0.0, "min": -10.0, "max": 10.0, "seeds": 2}
+    assert gaps["urgent"] == {"mean": 30.0, "min": 0.0, "max": 60.0, "seeds": 2}
+    assert gaps["all"]["mean"] == 15.0
+    assert paired_differences(reference, reference)["normal"] == {"mean": 0.0, "min": 0.0, "max": 0.0, "seeds": 2}

@@ -66,6 +66,8 @@ def cmd_compare(args) -> int:
     for label, (sim_s, wall_s, counts) in comparison.speed().items():
         out.print(f"{label:15s} simulated {sim_s:8.1f} s in {wall_s:6.2f} s wall "
                   f"({sim_s / max(wall_s, 1e-9):7.0f} simulated s per wall s); tasks: {counts}")
+    for line in report.paired_lines(results):
+        out.print(line)
     if args.fail_rate:
         for line in report.recovery_lines(results):
             out.print(line)

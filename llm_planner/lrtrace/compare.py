@@ -20,6 +20,7 @@ from llm_planner.lrtrace.metrics import (
     by_label,
     by_level,
     original_tasks,
+    paired_differences,
     plan_stats,
     recovery,
     terminal_counts,
@@ -28,6 +29,8 @@ from llm_planner.lrtrace.simulate import SimulationResult, planned_units, simula
 from llm_planner.sched.placement import PLACEMENTS
 from llm_planner.sched.queues import POLICIES
 from llm_planner.settings.config import PlannerConfig
+
+PAIRED_REFERENCE = "timely"  # the run the others are paired with, seed by seed
 
 
 @dataclass(frozen=True)
@@ -252,10 +255,28 @@ def compare(source: WorkloadSource, runs_of: list[Variant], config: PlannerConfi
         comparison.results[label]["plans"] = executed_plan_stats(comparison.records(label), config)
         if fail_rates:
             comparison.results[label]["recovery"] = recovery(comparison.records(label))
+    if seeds > 1:
+        add_paired_differences(comparison, config)
     recorded = recorded_plan_stats(source.traces, source.workload(0), config)
     if recorded is not None:
         comparison.results.setdefault("recorded traces", {})["plans"] = recorded
     return comparison
+
+
+def add_paired_differences(comparison: Comparison, config: PlannerConfig) -> None:
+    """Each run's gap to the reference run (`timely` if it ran, else the first), seed by seed
+    (results[label]["paired"])."""
+    labels = list(comparison.runs)
+    reference = PAIRED_REFERENCE if PAIRED_REFERENCE in labels else labels[0]
+    ref_runs = [run.records for run in comparison.runs[reference]]
+    for label in labels:
+        if label == reference:
+            continue
+        records = comparison.records(label)
+        comparison.results[label]["paired"] = {
+            "reference": reference,
+            **paired_differences([run.records for run in comparison.runs[label]], ref_runs,
+                                 planned_units(records + comparison.records(reference), config))}
 
 
 def recorded_plan_stats(traces: TraceSet, workload: Workload, config: PlannerConfig) -> dict | None:

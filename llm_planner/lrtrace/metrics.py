@@ -96,6 +96,23 @@ def by_level(records: list[TaskRecord], expected_units: dict[str, int] | None = 
     return out
 
 
+def paired_differences(runs: list[list[TaskRecord]], reference: list[list[TaskRecord]],
+                       expected_units: dict[str, int] | None = None) -> dict[str, dict]:
+    """{level: mean, min, max, seeds} of the reference's utility % of max minus the run's, seed
+    by seed: each seed is one workload that both ran, so the spread says how much of a gap a
+    single run's timing moves (on a real engine, iterations vary from run to run)."""
+    pairs = [(by_level(ref, expected_units), by_level(run, expected_units)) for ref, run in zip(reference, runs)]
+    out = {}
+    for level in pairs[0][0] if pairs else ():
+        gaps = [ref[level]["utility_pct_of_max"] - run[level]["utility_pct_of_max"] for ref, run in pairs
+                if ref.get(level, {}).get("utility_pct_of_max") is not None
+                and run.get(level, {}).get("utility_pct_of_max") is not None]
+        if gaps:
+            out[level] = {"mean": round(float(np.mean(gaps)), 2), "min": round(min(gaps), 2),
+                          "max": round(max(gaps), 2), "seeds": len(gaps)}
+    return out
+
+
 def by_label(records: list[TaskRecord]) -> dict[str, dict[str, float]]:
     """Mean utility and % of max per task type (label); like `by_level`, without the planner's
     error follow-ups (which carry their failed task's label)."""
