@@ -219,26 +219,28 @@ def _engine_stepping(step_per_sequence_s):
                            step_per_sequence_s * max(1, batch))
 
 
-def _running(gid, e, deadline_s):
-    """A generation in the engine whose current segment is expected at 20 tokens."""
+def _running(gid, e, deadline_s, typical=20):
+    """A generation in the engine whose current segment is expected at 20 tokens (l_max), and
+    whose skill set's segments have taken `typical` tokens on average."""
     from types import SimpleNamespace
 
     return SimpleNamespace(task_id=gid, request=None, entry=e, in_engine=True, replica=0, tokens=5, seg_tokens=0,
-                           expected_segment_tokens=20, deadline_s=deadline_s, expected_remaining_tokens=20)
+                           expected_segment_tokens=20, typical_segment_tokens=typical, deadline_s=deadline_s,
+                           expected_remaining_tokens=20)
 
 
-def test_a_segment_hopeless_at_its_expected_length_is_still_shrunk_for_while_a_shorter_one_would_earn():
+def test_a_segment_hopeless_at_its_expected_length_is_shrunk_for_where_its_typical_length_would_earn():
     """The urgent segment is expected at 20 tokens (l_max), which misses its 0.5 s cutoff at
-    either batch size; the model may write it in 5, which only the smaller batch makes in
-    time. So the normal generation that can wait is suspended for it, and kept out while it
-    decodes; once not even one more token can come before the cutoff, nothing is."""
+    either batch size; its skill set's segments have taken 5, which only the smaller batch
+    makes in time. So the normal generation that can wait is suspended for it, and kept out
+    while it decodes; once its typical length cannot come before the cutoff, nothing is."""
     from llm_planner.sched.batch import BatchController
     from llm_planner.settings.config import BatchConfig
 
     engine = _engine_stepping(step_per_sequence_s=0.06)
 
     def select(now):
-        urgent = _running("urgent", entry("urgent", URGENT, 0.0), deadline_s=0.2)
+        urgent = _running("urgent", entry("urgent", URGENT, 0.0), deadline_s=0.2, typical=5)
         normal = _running("normal", entry("normal", NORMAL, 30.0), deadline_s=31.0)  # its robot is busy for 30 s
         controller = BatchController(BatchConfig(max_batch_size=2), engine, latency_guided=False, preemptive=True,
                                      shrink=True)
@@ -251,7 +253,55 @@ def test_a_segment_hopeless_at_its_expected_length_is_still_shrunk_for_while_a_s
         return first.shrunk == [normal], kept_out
 
     assert select(now=0.0) == (True, True)
-    assert select(now=0.45) == (False, False)  # 0.51 s for one more token even alone: past the cutoff
+    assert select(now=0.45) == (False, False)  # 5 tokens alone end past the cutoff
+
+
+def test_a_segment_done_in_time_at_its_typical_length_is_not_shrunk_for():
+    """At 20 tokens (l_max) the urgent segment would be late in a batch of two and in time
+    alone, but its skill set's segments have taken 4 tokens, in time at either size: the
+    normal generation keeps running (a suspension and its resume would buy nothing)."""
+    from llm_planner.sched.batch import BatchController
+    from llm_planner.settings.config import BatchConfig
+
+    engine = _engine_stepping(step_per_sequence_s=0.0075)
+    shrunk = {}
+    for typical in (20, 4):
+        urgent = _running("urgent", entry("urgent", URGENT, 0.0), deadline_s=0.2, typical=typical)
+        normal = _running("normal", entry("normal", NORMAL, 9.0), deadline_s=10.0)  # its robot is busy for 9 s
+        controller = BatchController(BatchConfig(max_batch_size=2), engine, latency_guided=False, preemptive=True,
+                                     shrink=True)
+        selection = controller.select(PudQueue(), [urgent, normal], {"urgent": urgent, "normal": normal}, now=0.0)
+        shrunk[typical] = [g.task_id for g in selection.shrunk]
+    assert shrunk == {20: ["normal"], 4: []}
+
+
+def test_a_shrink_for_a_segment_just_admitted_counts_its_prompts_prefill():
+    """An urgent task admitted into a batch of one: decoding its 5 typical tokens alone would
+    save it half its utility, but its prompt's prefill comes first in the next iteration at
+    either batch size, and after that the segment is past its cutoff either way, so nothing
+    is suspended for it."""
+    from types import SimpleNamespace
+
+    from llm_planner.sched.batch import BatchController
+    from llm_planner.settings.config import BatchConfig
+
+    shrunk = {}
+    for prefill_s_per_token in (0.0, 0.008):  # 55 tokens: 0.44 s
+        engine = SimpleNamespace(context_tokens=lambda gen_id: 100, kv_free_tokens=lambda: 10_000,
+                                 prompt_tokens=lambda request: 50,
+                                 predict_step_s=lambda batch, context, prefill=0, resumes=0, rate=prefill_s_per_token:
+                                 0.03 * max(1, batch) + rate * prefill)
+        urgent = _running("urgent", entry("urgent", URGENT, 0.0), deadline_s=0.2, typical=5)
+        urgent.in_engine, urgent.replica = False, None  # queued: its prompt is prefilled when it joins
+        normal = _running("normal", entry("normal", NORMAL, 9.0), deadline_s=10.0)  # its robot is busy for 9 s
+        controller = BatchController(BatchConfig(max_batch_size=2), engine, latency_guided=False, preemptive=True,
+                                     shrink=True)
+        queue = PudQueue()
+        queue.push(urgent.entry)
+        selection = controller.select(queue, [normal], {"urgent": urgent, "normal": normal}, now=0.0)
+        assert [e.gen_id for e in selection.admitted] == ["urgent"]
+        shrunk[prefill_s_per_token] = [g.task_id for g in selection.shrunk]
+    assert shrunk == {0.0: ["normal"], 0.008: []}
 
 
 def test_a_batch_shrunk_for_an_urgent_generation_stays_shrunk_while_it_runs_alone():

@@ -341,6 +341,23 @@ def test_timely_streams_without_pausing_when_the_engine_keeps_up(config, tokeniz
     assert done.utility == pytest.approx(planner.records["t"].utility) and done.response_time_s < 1.0
 
 
+def test_the_planner_learns_how_long_its_segments_typically_are(config, tokenizer):
+    """Segments priced at l_max (10 tokens for the drone) before any is generated; after a
+    plan, at the mean of the segments with a skill call that its skill set's plans had."""
+    from llm_planner.catalog.skills import load_skill_set
+
+    planner, _ = run_planner(config, tokenizer, [request("a", plan="mf(50);tc(90);")])
+    skill_set = load_skill_set("minispec_drone")
+    tokens = [count_tokens(tokenizer, s) for s in ("mf(50);", "tc(90);")]
+    assert sum(tokens) / 2 < skill_set.segment_tokens
+    assert planner.observed_segments.mean("minispec_drone") == pytest.approx(sum(tokens) / 2)
+    planner.submit(request("b", plan="mf(50);"))
+    gen = planner._gens["b"]
+    assert gen.expected_segment_tokens == skill_set.segment_tokens
+    assert gen.typical_segment_tokens == pytest.approx(sum(tokens) / 2)
+    assert planner.observed_segments.mean("python_arm") is None  # nothing seen: l_max stands
+
+
 def test_measured_call_times_are_kept_for_refits(config, tokenizer):
     planner, _ = run_planner(config, tokenizer, [request("m", plan="mf(50);tc(90);")])
     record = planner.records["m"]

@@ -39,7 +39,7 @@ from llm_planner.planning.intake import instruction_problem
 from llm_planner.planning.prompts import plan_request, shared_request
 from llm_planner.planning.replan import Failure, describe, failure_of, follow_up_request, refusal, replanned_message
 from llm_planner.planning.replicas import Replica, ReplicaSet
-from llm_planner.planning.segment_lengths import make_segment_lengths
+from llm_planner.planning.segment_lengths import ObservedSegments, make_segment_lengths
 from llm_planner.planning.segmenter import Segment, Segmenter, make_segmenter, split_segments
 from llm_planner.sched.batch import BatchController, prefill_to_join
 from llm_planner.sched.placement import Candidate, ReplicaLoad, make_placement, slot_free_s
@@ -80,6 +80,7 @@ class PlanGeneration:
     entry: QueueEntry | None = None  # the scheduling entry of the segment being generated
     lost_context: Continuation | None = None  # its engine was lost: goes on from its text in another
     recovered: bool = False  # it already went on once after its engine was lost
+    observed: ObservedSegments = field(default_factory=ObservedSegments)  # the planner's, shared by its generations
 
     @property
     def task_id(self) -> str:
@@ -89,6 +90,13 @@ class PlanGeneration:
     def expected_segment_tokens(self) -> float:
         """What the segment being generated is expected to take."""
         return self.ahead_tokens[0]
+
+    @property
+    def typical_segment_tokens(self) -> float:
+        """What its segment typically takes: the expected length, or less if its skill set's
+        segments have been shorter on average (l_max is an upper estimate)."""
+        mean = self.observed.mean(self.skill_set.name)
+        return self.expected_segment_tokens if mean is None else min(mean, self.expected_segment_tokens)
 
     @property
     def expected_remaining_tokens(self) -> float:
@@ -132,6 +140,7 @@ class Planner:
         self._finished: deque[str] = deque()
         self.segment_lengths = make_segment_lengths(config, behaviour.predicted_lengths,
                                                     required=behaviour.prices_whole_plans)
+        self.observed_segments = ObservedSegments()
         # (robot type, skill, argument, seconds) of the latest calls, for refitting exec models
         self.exec_samples: deque[tuple[str, str, float | None, float]] = deque(maxlen=EXEC_SAMPLES_KEPT)
         self._gens: dict[str, PlanGeneration] = {}
@@ -180,7 +189,7 @@ class Planner:
             return record
         skill_set, model = self._types[request.robot_type]
         gen = PlanGeneration(record, skill_set, make_segmenter(skill_set), self._generation_request(request),
-                         RobotWork(model, self.exec_stat))
+                             RobotWork(model, self.exec_stat), observed=self.observed_segments)
         self.segment_lengths.start(request.task_id, skill_set, request.instruction)
         gen.ahead_tokens = self.segment_lengths.ahead(request.task_id, skill_set, 0, 0)
         if self.behaviour.prices_whole_plans:
@@ -504,6 +513,8 @@ class Planner:
                     segments.append(tail)
             else:
                 segments = [Segment(0, record.plan, gen.skill_set.find_calls(record.plan))]
+        if any(segment.calls for segment in segments):
+            self.observed_segments.observe(gen.skill_set.name, gen.seg_tokens)
         gen.held.extend(segments)
         gen.segments_generated += len(segments)
         gen.generated_exec_s += sum(gen.robot.duration(s.calls, "mean") for s in segments)

@@ -99,6 +99,23 @@ class PredictedSegmentLengths:
         return prediction is not None and prediction.tokens > self.predictor.training_quantile(quantile)
 
 
+class ObservedSegments:
+    """The mean tokens of the segments with a skill call generated so far, per skill set: how
+    long this model's segments typically are, where the expected length of a segment is an
+    upper estimate (l_max) or a prediction."""
+
+    def __init__(self) -> None:
+        self._totals: dict[str, tuple[int, int]] = {}  # skill set -> (tokens, segments)
+
+    def observe(self, skill_set: str, tokens: int) -> None:
+        total, count = self._totals.get(skill_set, (0, 0))
+        self._totals[skill_set] = (total + tokens, count + 1)
+
+    def mean(self, skill_set: str) -> float | None:
+        total, count = self._totals.get(skill_set, (0, 0))
+        return total / count if count else None
+
+
 def make_segment_lengths(config: PlannerConfig, use_predictor: bool = True,
                          required: bool = False) -> SegmentLengths:
     """The configured estimate (`use_predictor` False: the fixed one, whatever is configured;

@@ -44,6 +44,7 @@ class BatchMember(Protocol):
     tokens: int  # generated so far (prefilled again with the prompt where it joins another engine)
     seg_tokens: int  # tokens generated since its last segment boundary
     expected_segment_tokens: float  # what its current segment is expected to take
+    typical_segment_tokens: float  # what its skill set's segments typically take (at most the expected)
     deadline_s: float  # when its current segment is due
     expected_remaining_tokens: float  # what the rest of its plan is expected to take (rtlm)
 
@@ -135,7 +136,8 @@ class BatchController:
                 critical = self._critical(batch)
         shrunk: list[BatchMember] = []
         if critical is not None:
-            shrunk = self._shrink_for(critical, [g for g in batch if g in victims], batch, context, now)
+            shrunk = self._shrink_for(critical, [g for g in batch if g in victims], batch, context, prefill_total,
+                                      resumes, now)
             if shrunk:
                 self._shrunk_for = critical.task_id
         return Selection(admitted, preempted, shrunk)
@@ -150,12 +152,14 @@ class BatchController:
         return abs(math.log(gen.expected_remaining_tokens / median)) <= self.consolidation.consolidation
 
     def _shrink_for(self, critical: BatchMember, candidates: list[BatchMember], batch: list[BatchMember],
-                    context: int, now: float) -> list[BatchMember]:
+                    context: int, prefill: int, resumes: int, now: float) -> list[BatchMember]:
         """The fewest running generations to suspend so that `critical` earns more utility
-        from its segment at its expected length or, if no set does, all of them if that helps
-        a shorter segment; each can wait for it (and its own resume) at no loss. Empty if no
-        such set helps: a suspension and its resume are not free."""
+        from its segment at its typical length; each can wait for it (and its own resume) at no
+        loss. Empty if no such set helps: a suspension and its resume are not free. The next iteration, at
+        either batch size, also prefills the `prefill` tokens and `resumes` of this decision's
+        admissions (the critical generation's own prompt, if it has just been admitted)."""
         step = self.engine.predict_step_s(len(batch), context)
+        first = self.engine.predict_step_s(len(batch), context, prefill, resumes)
         chosen: list[BatchMember] = []
         smaller, small_context = list(batch), context
         for g in sorted(candidates, key=lambda g: -(g.deadline_s - now)):  # most slack first
@@ -165,10 +169,10 @@ class BatchController:
             smaller.remove(g)
             small_context -= self.engine.context_tokens(g.task_id)
             small_step = self.engine.predict_step_s(len(smaller), small_context)
-            if self._earns_more(critical, now, lambda n: n * small_step, lambda n: n * step, shorter=False):
+            small_first = self.engine.predict_step_s(len(smaller), small_context, prefill, resumes)
+            if self._earns_more(critical, now, lambda n: small_first + (n - 1) * small_step,
+                                lambda n: first + (n - 1) * step):
                 return chosen
-        if chosen and self._earns_more(critical, now, lambda n: n * small_step, lambda n: n * step):
-            return chosen
         return []
 
     def _joining(self, gen: BatchMember) -> tuple[int, int, bool]:
@@ -190,16 +194,16 @@ class BatchController:
         joined = self.engine.predict_step_s(len(batch) + 1, context + added)
         return self._earns_more(critical, now, lambda n: n * alone, lambda n: first + (n - 1) * joined)
 
-    def _earns_more(self, gen: BatchMember, now: float, fast: Callable[[int], float],
-                    slow: Callable[[int], float], shorter: bool = True) -> bool:
-        """True if `gen`'s current segment earns more utility when its n tokens take `fast(n)`
-        seconds than `slow(n)`, at its expected length or (`shorter`) any shorter one. The
-        expected length is an upper estimate (without a predictor, the skill set's l_max,
-        which a model's segments often undercut by half), so a segment that earns nothing
-        either way at that length is not given up for lost while a shorter one would earn."""
-        entry, remaining = gen.entry, self._remaining_tokens(gen)
-        return any(entry.tuf.utility(now + fast(n) - entry.ref_s) > entry.tuf.utility(now + slow(n) - entry.ref_s)
-                   for n in (range(remaining, 0, -1) if shorter else (remaining,)))
+    @staticmethod
+    def _earns_more(gen: BatchMember, now: float, fast: Callable[[int], float], slow: Callable[[int], float]) -> bool:
+        """True if `gen`'s current segment earns more utility when its n remaining tokens take
+        `fast(n)` seconds than `slow(n)`, n at its typical length. Without a predictor the
+        expected length is the skill set's l_max, which a model's segments often undercut
+        several times over: priced at it, a short segment would look hopeless where it earns,
+        or in need of a smaller batch where it is done in time anyway."""
+        entry = gen.entry
+        n = max(1, math.ceil(gen.typical_segment_tokens) - gen.seg_tokens)
+        return entry.tuf.utility(now + fast(n) - entry.ref_s) > entry.tuf.utility(now + slow(n) - entry.ref_s)
 
     def _critical(self, batch: list[BatchMember]) -> BatchMember | None:
         """The running generation others may be suspended for: the most important (largest
