@@ -9,7 +9,8 @@
   generations at least as important as the newcomer (TUF beta): an urgent task is not held
   back for a normal one's deadline;
 - preemption (suspending policies): with a full batch, a better queued generation replaces
-  the lowest-priority running one, which keeps its context and waits in the queue;
+  the lowest-priority running one, which keeps its context and waits in the queue (`timely`:
+  never a more important one, e.g. an urgent segment that priced at l_max looks late);
 - shrinking (`timely`): while a more important generation (larger TUF beta: an urgent task)
   decodes, running generations that can afford to wait for it without losing utility (their
   robots are busy long enough, or their segment's utility is already lost) are suspended and
@@ -106,9 +107,11 @@ class BatchController:
                 break  # it waits for a batch of its length (the batch drains meanwhile)
             victim = None
             if len(batch) >= self.max_batch_size:
-                if not self.preemptive or not victims:
+                replaceable = [g for g in victims
+                               if not self.guard_by_importance or g.entry.tuf.beta <= entry.tuf.beta]
+                if not self.preemptive or not replaceable:
                     break
-                victim = min(victims, key=lambda g: queue.priority(g.entry, now))
+                victim = min(replaceable, key=lambda g: queue.priority(g.entry, now))
                 if queue.priority(entry, now) <= queue.priority(victim.entry, now):
                     break
             prefill, new_context, resume = self._joining(gen)

@@ -297,7 +297,7 @@ class Behaviour:
     holds_segments: bool  # hold a segment back when streaming it would leave the robot waiting later
     shrinks_batch: bool  # suspend generations that can wait so an urgent segment decodes at a small batch
     latency_guided: bool  # admit only while running deadlines hold (TimelyLLM 4.4)
-    guards_by_importance: bool  # ...only those at least as important as the newcomer (larger beta first)
+    guards_by_importance: bool  # ...only those at least as important as the newcomer; none preempted by a less important one
     predicted_lengths: bool
     prices_whole_plans: bool  # RT-LM's pricing, offload lane and consolidation
     lost_wait_s: float = math.inf  # a segment lost for this long goes first (PudQueue)
@@ -316,7 +316,9 @@ class Policy:
     hold: bool = False
     shrink: bool = False
     bound_wait: bool = False
-    guard_by_importance: bool = False  # latency-guided admission holds no newcomer back for a less important one
+    # latency-guided admission holds no newcomer back, and preemption suspends no running
+    # generation, for a less important one
+    guard_by_importance: bool = False
 
     def make_queue(self, behaviour: Behaviour | None = None) -> ReadyQueue:
         if self.order == Order.PUD:
