@@ -275,16 +275,18 @@ def test_a_segment_done_in_time_at_its_typical_length_is_not_shrunk_for():
     assert shrunk == {20: ["normal"], 4: []}
 
 
-def test_timely_never_preempts_a_running_urgent_segment_for_a_normal_one():
-    """A full batch of one urgent generation whose segment, priced at l_max, PUD ranks below
-    a queued normal one: the paper's preemption swaps the urgent one out; `timely`'s keeps it."""
+def test_timely_never_preempts_a_running_urgent_segment_for_a_normal_one_while_waiting_would_cost_it():
+    """A full batch of one urgent generation whose segment, priced at l_max (G 0.6 s against
+    its 0.5 s cutoff), PUD ranks below a queued normal one. The paper's preemption swaps the
+    urgent one out; `timely`'s keeps it where its skill set's segments take 3 tokens (in time
+    now, lost after the normal segment), and not where they take 20 (lost either way)."""
     from llm_planner.sched.batch import BatchController
     from llm_planner.settings.config import BatchConfig
 
     engine = _engine_stepping(step_per_sequence_s=0.06)
     preempted = {}
-    for guard in (False, True):
-        urgent = _running("urgent", entry("urgent", URGENT, 0.0, g=0.6), deadline_s=0.2)  # G past its cutoff
+    for guard, typical in ((False, 3), (True, 3), (True, 20)):
+        urgent = _running("urgent", entry("urgent", URGENT, 0.0, g=0.6), deadline_s=0.2, typical=typical)
         normal = _running("normal", entry("normal", NORMAL, 0.0), deadline_s=1.0)
         normal.in_engine = False
         queue = PudQueue()
@@ -293,8 +295,8 @@ def test_timely_never_preempts_a_running_urgent_segment_for_a_normal_one():
         controller = BatchController(BatchConfig(max_batch_size=1), engine, latency_guided=False, preemptive=True,
                                      guard_by_importance=guard)
         selection = controller.select(queue, [urgent], {"urgent": urgent, "normal": normal}, now=0.0)
-        preempted[guard] = [g.task_id for g in selection.preempted]
-    assert preempted == {False: ["urgent"], True: []}
+        preempted[guard, typical] = [g.task_id for g in selection.preempted]
+    assert preempted == {(False, 3): ["urgent"], (True, 3): [], (True, 20): ["urgent"]}
 
 
 def test_a_shrink_for_a_segment_just_admitted_counts_its_prompts_prefill():

@@ -10,7 +10,8 @@
   back for a normal one's deadline;
 - preemption (suspending policies): with a full batch, a better queued generation replaces
   the lowest-priority running one, which keeps its context and waits in the queue (`timely`:
-  never a more important one, e.g. an urgent segment that priced at l_max looks late);
+  never a more important one that would lose utility by waiting, its segment priced at its
+  typical length: priced at l_max, a short urgent segment may look lost);
 - shrinking (`timely`): while a more important generation (larger TUF beta: an urgent task)
   decodes, running generations that can afford to wait for it without losing utility (their
   robots are busy long enough, or their segment's utility is already lost) are suspended and
@@ -107,8 +108,7 @@ class BatchController:
                 break  # it waits for a batch of its length (the batch drains meanwhile)
             victim = None
             if len(batch) >= self.max_batch_size:
-                replaceable = [g for g in victims
-                               if not self.guard_by_importance or g.entry.tuf.beta <= entry.tuf.beta]
+                replaceable = [g for g in victims if not self._protected(g, gen, batch, context, now)]
                 if not self.preemptive or not replaceable:
                     break
                 victim = min(replaceable, key=lambda g: queue.priority(g.entry, now))
@@ -144,6 +144,20 @@ class BatchController:
             if shrunk:
                 self._shrunk_for = critical.task_id
         return Selection(admitted, preempted, shrunk)
+
+    def _protected(self, gen: BatchMember, newcomer: BatchMember, batch: list[BatchMember], context: int,
+                   now: float) -> bool:
+        """`timely`: a running generation is not replaced by a less important one if waiting
+        for the newcomer's segment (and its own resume) would cost it utility, its own segment
+        priced at its typical length (PUD prices it at l_max, at which a short urgent segment
+        may look lost while it would be written in time)."""
+        if not self.guard_by_importance or gen.entry.tuf.beta <= newcomer.entry.tuf.beta:
+            return False
+        step = self.engine.predict_step_s(len(batch), context)
+        finish = now + max(1, math.ceil(gen.typical_segment_tokens) - gen.seg_tokens) * step
+        delayed = finish + self._remaining_s(newcomer, step) + self.engine.predict_step_s(1, 0, resumes=1)
+        tuf, ref = gen.entry.tuf, gen.entry.ref_s
+        return tuf.utility(finish - ref) > tuf.utility(delayed - ref)
 
     def _consolidates(self, gen: BatchMember, batch: list[BatchMember]) -> bool:
         """rtlm: room in a consolidated batch, and a predicted remaining length like the batch's."""
