@@ -15,9 +15,9 @@
 - shrinking (`timely`): while a more important generation (larger TUF beta: an urgent task)
   decodes, running generations that can afford to wait for it without losing utility (their
   robots are busy long enough, or their segment's utility is already lost) are suspended and
-  kept out while their return would cost it utility (at its segment's expected length or a
-  shorter one), so the important one decodes at a small batch's step time. They return when
-  it leaves the batch, its segment has slack, or not even one more token could earn;
+  kept out while their return would cost it utility (its segment priced at its skill set's
+  typical length), so the important one decodes at a small batch's step time. They return
+  when it leaves the batch, its segment has slack, or it could not earn more either way;
 - consolidation (`rtlm`, RT-LM's dynamic consolidation): at most b generations, and one joins
   a running batch only if its predicted remaining tokens are within a factor e^lambda of the
   batch's median, so generations of similar length run together.
@@ -154,7 +154,7 @@ class BatchController:
         if not self.guard_by_importance or gen.entry.tuf.beta <= newcomer.entry.tuf.beta:
             return False
         step = self.engine.predict_step_s(len(batch), context)
-        finish = now + max(1, math.ceil(gen.typical_segment_tokens) - gen.seg_tokens) * step
+        finish = now + self._typical_remaining_tokens(gen) * step
         delayed = finish + self._remaining_s(newcomer, step) + self.engine.predict_step_s(1, 0, resumes=1)
         tuf, ref = gen.entry.tuf, gen.entry.ref_s
         return tuf.utility(finish - ref) > tuf.utility(delayed - ref)
@@ -172,9 +172,9 @@ class BatchController:
                     context: int, prefill: int, resumes: int, now: float) -> list[BatchMember]:
         """The fewest running generations to suspend so that `critical` earns more utility
         from its segment at its typical length; each can wait for it (and its own resume) at no
-        loss. Empty if no such set helps: a suspension and its resume are not free. The next iteration, at
-        either batch size, also prefills the `prefill` tokens and `resumes` of this decision's
-        admissions (the critical generation's own prompt, if it has just been admitted)."""
+        loss. Empty if no such set helps: a suspension and its resume are not free. The next
+        iteration, at either batch size, also prefills the `prefill` tokens and `resumes` of
+        this decision's admissions (the critical generation's own prompt, if just admitted)."""
         step = self.engine.predict_step_s(len(batch), context)
         first = self.engine.predict_step_s(len(batch), context, prefill, resumes)
         chosen: list[BatchMember] = []
@@ -211,15 +211,14 @@ class BatchController:
         joined = self.engine.predict_step_s(len(batch) + 1, context + added)
         return self._earns_more(critical, now, lambda n: n * alone, lambda n: first + (n - 1) * joined)
 
-    @staticmethod
-    def _earns_more(gen: BatchMember, now: float, fast: Callable[[int], float], slow: Callable[[int], float]) -> bool:
+    def _earns_more(self, gen: BatchMember, now: float, fast: Callable[[int], float],
+                    slow: Callable[[int], float]) -> bool:
         """True if `gen`'s current segment earns more utility when its n remaining tokens take
         `fast(n)` seconds than `slow(n)`, n at its typical length. Without a predictor the
         expected length is the skill set's l_max, which a model's segments often undercut
         several times over: priced at it, a short segment would look hopeless where it earns,
         or in need of a smaller batch where it is done in time anyway."""
-        entry = gen.entry
-        n = max(1, math.ceil(gen.typical_segment_tokens) - gen.seg_tokens)
+        entry, n = gen.entry, self._typical_remaining_tokens(gen)
         return entry.tuf.utility(now + fast(n) - entry.ref_s) > entry.tuf.utility(now + slow(n) - entry.ref_s)
 
     def _critical(self, batch: list[BatchMember]) -> BatchMember | None:
@@ -238,6 +237,11 @@ class BatchController:
     def _remaining_tokens(gen: BatchMember) -> int:
         """Tokens its current segment still needs (at least one)."""
         return max(1, math.ceil(gen.expected_segment_tokens) - gen.seg_tokens)
+
+    @staticmethod
+    def _typical_remaining_tokens(gen: BatchMember) -> int:
+        """Tokens its current segment still needs at its skill set's typical length (at least one)."""
+        return max(1, math.ceil(gen.typical_segment_tokens) - gen.seg_tokens)
 
     def _remaining_s(self, gen: BatchMember, step: float) -> float:
         return self._remaining_tokens(gen) * step
