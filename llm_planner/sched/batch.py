@@ -154,10 +154,7 @@ class BatchController:
         if not self.guard_by_importance or gen.entry.tuf.beta <= newcomer.entry.tuf.beta:
             return False
         step = self.engine.predict_step_s(len(batch), context)
-        finish = now + self._typical_remaining_tokens(gen) * step
-        delayed = finish + self._remaining_s(newcomer, step) + self.engine.predict_step_s(1, 0, resumes=1)
-        tuf, ref = gen.entry.tuf, gen.entry.ref_s
-        return tuf.utility(finish - ref) > tuf.utility(delayed - ref)
+        return self._loses_by_waiting(gen.entry, self._typical_remaining_tokens(gen), newcomer, step, now)
 
     def _consolidates(self, gen: BatchMember, batch: list[BatchMember]) -> bool:
         """rtlm: room in a consolidated batch, and a predicted remaining length like the batch's."""
@@ -253,9 +250,15 @@ class BatchController:
         if gen is critical or entry.tuf.beta >= critical.entry.tuf.beta:
             return False
         step = self.engine.predict_step_s(max(1, len(batch)), context)
-        finish = now + self._remaining_s(gen, step)
-        delayed = finish + self._remaining_s(critical, step) + self.engine.predict_step_s(1, 0, resumes=1)
-        return entry.tuf.utility(delayed - entry.ref_s) >= entry.tuf.utility(finish - entry.ref_s)
+        return not self._loses_by_waiting(entry, self._remaining_tokens(gen), critical, step, now)
+
+    def _loses_by_waiting(self, entry: QueueEntry, tokens: int, other: BatchMember, step: float, now: float) -> bool:
+        """True if a segment (scheduling entry `entry`) with `tokens` to go earns less when it
+        finishes after `other`'s segment and its own resume than when it goes on now, at
+        `step` seconds a token."""
+        finish = now + tokens * step
+        delayed = finish + self._remaining_s(other, step) + self.engine.predict_step_s(1, 0, resumes=1)
+        return entry.tuf.utility(delayed - entry.ref_s) < entry.tuf.utility(finish - entry.ref_s)
 
     def _keeps_deadlines(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
                          now: float, beta: float) -> bool:
