@@ -73,6 +73,7 @@ def test_paired_differences_compare_two_policies_seed_by_seed():
                  [executed("n", "normal", 0.6), executed("u", "urgent", 1.0)]]
     other = [[executed("n", "normal", 0.8), executed("u", "urgent", 0.5)],
              [executed("n", "normal", 0.7), executed("u", "urgent", 0.4)]]
+    reference, other = [by_level(run) for run in reference], [by_level(run) for run in other]
     gaps = paired_differences(other, reference)
     assert gaps["normal"] == {"mean": 0.0, "min": -10.0, "max": 10.0, "seeds": 2}
     assert gaps["urgent"] == {"mean": 30.0, "min": 0.0, "max": 60.0, "seeds": 2}

@@ -268,15 +268,12 @@ def add_paired_differences(comparison: Comparison, config: PlannerConfig) -> Non
     (results[label]["paired"])."""
     labels = list(comparison.runs)
     reference = PAIRED_REFERENCE if PAIRED_REFERENCE in labels else labels[0]
-    ref_runs = [run.records for run in comparison.runs[reference]]
+    units = planned_units(comparison.records(reference), config)  # every run has the same tasks
+    per_seed = {label: [by_level(run.records, units) for run in comparison.runs[label]] for label in labels}
     for label in labels:
-        if label == reference:
-            continue
-        records = comparison.records(label)
-        comparison.results[label]["paired"] = {
-            "reference": reference,
-            **paired_differences([run.records for run in comparison.runs[label]], ref_runs,
-                                 planned_units(records + comparison.records(reference), config))}
+        if label != reference:
+            comparison.results[label]["paired"] = {"reference": reference,
+                                                   **paired_differences(per_seed[label], per_seed[reference])}
 
 
 def recorded_plan_stats(traces: TraceSet, workload: Workload, config: PlannerConfig) -> dict | None:

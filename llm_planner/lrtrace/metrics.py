@@ -96,15 +96,14 @@ def by_level(records: list[TaskRecord], expected_units: dict[str, int] | None = 
     return out
 
 
-def paired_differences(runs: list[list[TaskRecord]], reference: list[list[TaskRecord]],
-                       expected_units: dict[str, int] | None = None) -> dict[str, dict]:
+def paired_differences(runs: list[dict[str, dict]], reference: list[dict[str, dict]]) -> dict[str, dict]:
     """{level: mean, min, max, seeds} of the reference's utility % of max minus the run's, seed
-    by seed: each seed is one workload that both ran, so the spread says how much of a gap a
-    single run's timing moves (on a real engine, iterations vary from run to run)."""
-    pairs = [(by_level(ref, expected_units), by_level(run, expected_units)) for ref, run in zip(reference, runs)]
+    by seed (each a `by_level` of one seed's records): each seed is one workload that both ran,
+    so the spread says how much of a gap a single run's timing moves (on a real engine,
+    iterations vary from run to run)."""
     out = {}
-    for level in pairs[0][0] if pairs else ():
-        gaps = [ref[level]["utility_pct_of_max"] - run[level]["utility_pct_of_max"] for ref, run in pairs
+    for level in reference[0] if reference else ():
+        gaps = [ref[level]["utility_pct_of_max"] - run[level]["utility_pct_of_max"] for ref, run in zip(reference, runs)
                 if ref.get(level, {}).get("utility_pct_of_max") is not None
                 and run.get(level, {}).get("utility_pct_of_max") is not None]
         if gaps:
