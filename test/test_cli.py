@@ -53,7 +53,8 @@ def test_compare_preset_and_errors(tmp_path, capsys):
     assert lrtrace_main(["compare", "wid3", "--policies", "vllm", "--ablation", "--duration", "15", "--json", str(out),
                          "--no-plots", "--quiet"]) == 0
     assert list(json.loads(out.read_text())) == ["vllm", "timely -hold", "timely -shrink", "timely -keep-running",
-                                                 "timely -bound-wait", "timely -latency-guided", "timely predictor=auto",
+                                                 "timely -bound-wait", "timely -importance-guard",
+                                                 "timely -latency-guided", "timely predictor=auto",
                                                  "recorded traces"]
     # --speed 3: the workload's arrivals three times as fast
     slow, fast = tmp_path / "slow.json", tmp_path / "fast.json"

@@ -135,7 +135,8 @@ def test_push_replaces_and_remove_is_idempotent():
 def test_policies_resolve_to_what_the_planner_does():
     from llm_planner.settings.config import FeaturesConfig
 
-    on, off = FeaturesConfig(), FeaturesConfig(keep_running=False, hold=False, shrink=False, bound_wait=False)
+    on, off = FeaturesConfig(), FeaturesConfig(keep_running=False, hold=False, shrink=False, bound_wait=False,
+                                              importance_guard=False)
     timely = get_policy("timely").behaviour(on)
     assert timely.streams_segments and timely.preemptive and not timely.pauses_after_segment
     assert timely.lost_wait_s == on.lost_wait_s and get_policy("timely").make_queue(timely).lost_wait_s == 30.0
@@ -143,7 +144,8 @@ def test_policies_resolve_to_what_the_planner_does():
     assert get_policy("timelyllm-paper").behaviour(on).lost_wait_s == math.inf  # the paper has no bound
     assert timely.holds_segments and timely.shrinks_batch and timely.predicted_lengths
     ablated = get_policy("timely").behaviour(off)  # the ablation's switches turn timely into the paper's mechanics
-    assert ablated.pauses_after_segment and not ablated.holds_segments and not ablated.shrinks_batch
+    assert ablated.pauses_after_segment and not ablated.holds_segments and not ablated.shrinks_batch \
+        and not ablated.guards_by_importance
     paper = get_policy("timelyllm-paper").behaviour(on)  # a policy only uses the features it has
     assert paper.pauses_after_segment and paper.latency_guided and not paper.holds_segments
     assert timely.latency_guided and timely.guards_by_importance and not paper.guards_by_importance

@@ -212,8 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim_options(p)
     p.add_argument("--policies", default=",".join(POLICIES))
     p.add_argument("--ablation", action="store_true",
-                   help="also run timely with each of hold, shrink, keep-running, bound-wait and its "
-                        "latency-guided admission switched off, and with the other segment-length estimate "
+                   help="also run timely with each of hold, shrink, keep-running, bound-wait, importance-guard and "
+                        "its latency-guided admission switched off, and with the other segment-length estimate "
                         "(predictor none vs auto)")
     p.add_argument("--seeds", type=int, default=1,
                    help="runs per policy; a preset is recomposed per seed, a file's jobs are kept "

@@ -207,7 +207,7 @@ def variants(policies: list[str], config: PlannerConfig, ablation: bool, replica
     else:
         runs = [Variant(p, p, config) for p in policies]
     if ablation:
-        for feature in ("hold", "shrink", "keep_running", "bound_wait"):
+        for feature in ("hold", "shrink", "keep_running", "bound_wait", "importance_guard"):
             features = config.features.model_copy(update={feature: False})
             label = f"timely -{feature.replace('_', '-')}"
             runs.append(Variant(label, "timely", config.model_copy(update={"features": features})))

@@ -335,7 +335,7 @@ class Policy:
             holds_segments=self.hold and features.hold,
             shrinks_batch=self.shrink and features.shrink,
             latency_guided=self.latency_guided and latency_guided_batches,
-            guards_by_importance=self.guard_by_importance,
+            guards_by_importance=self.guard_by_importance and features.importance_guard,
             predicted_lengths=self.lengths != Lengths.FIXED,
             prices_whole_plans=self.lengths == Lengths.PREDICTED_PLAN,
             lost_wait_s=features.lost_wait_s if self.bound_wait and features.bound_wait else math.inf,
