@@ -134,6 +134,32 @@ def test_generated_plans_become_a_trace_set_that_the_sim_engine_replays(tmp_path
     assert 1 <= len(changed) < len(expected)
 
 
+def test_each_seed_starts_its_runs_one_variant_further_on(monkeypatch):
+    """No variant always runs first (on the real engine, its place in the sequence could favour
+    it); the results do not depend on the order (simulation)."""
+    import llm_planner.lrtrace.compare as comparing
+
+    config = load_planner_config()
+    source = resolve_workload("config/jobs/urgent_under_load.yaml", "config/traces/timely_tasks.yaml", config)
+    runs_of = variants(["timely", "vllm", "fcfs"], config, ablation=False)
+    ran = []
+    simulate = comparing.simulate
+
+    def recording(workload, traces, policy, config, seed, *args, **kwargs):
+        ran.append((seed, policy))
+        return simulate(workload, traces, policy, config, seed, *args, **kwargs)
+
+    monkeypatch.setattr(comparing, "simulate", recording)
+    rotated = compare(source, runs_of, config, seeds=4)
+    assert ran == [(0, "timely"), (0, "vllm"), (0, "fcfs"), (1, "vllm"), (1, "fcfs"), (1, "timely"),
+                   (2, "fcfs"), (2, "timely"), (2, "vllm"), (3, "timely"), (3, "vllm"), (3, "fcfs")]
+    assert list(rotated.runs) == ["timely", "vllm", "fcfs"]
+    for label in ("timely", "vllm", "fcfs"):  # each seed's run, in seed order, as if run alone
+        alone = compare(source, [v for v in runs_of if v.label == label], config, seeds=4)
+        assert [[r.utility for r in run.records] for run in rotated.runs[label]] == \
+            [[r.utility for r in run.records] for run in alone.runs[label]]
+
+
 def test_save_traces_needs_the_real_engine(tmp_path, capsys):
     assert lrtrace_main(["compare", "wid1", "--duration", "30", "--save-traces", str(tmp_path / "t.yaml"),
                          "--no-plots", "--quiet"]) == 2

@@ -218,6 +218,13 @@ def variants(policies: list[str], config: PlannerConfig, ablation: bool, replica
     return runs
 
 
+def run_order(runs_of: list[Variant], seed: int) -> list[Variant]:
+    """The order of one seed's runs: rotated by the seed, so that over the seeds each variant
+    takes each place (an engine's timing can drift with its place in a sequence of runs)."""
+    first = seed % len(runs_of) if runs_of else 0
+    return runs_of[first:] + runs_of[:first]
+
+
 def executed_plan_stats(records, config: PlannerConfig) -> dict:
     return plan_stats(((load_skill_set(config.robot_type(r.request.robot_type).skill_set), r.plan) for r in records),
                       load_tokenizer(config.tokenizer))
@@ -227,7 +234,8 @@ def compare(source: WorkloadSource, runs_of: list[Variant], config: PlannerConfi
             engine: Engine | None = None, tick: Callable[[str, int, float, float], None] | None = None,
             advance: Callable[[], None] | None = None, fail_rates: dict[str, float] | None = None,
             replica_pool: ReplicaPool | None = None) -> Comparison:
-    """Every variant on every seed's workload. `tick(label, seed, simulated s, horizon s)`
+    """Every variant on every seed's workload, each seed's runs starting one variant further
+    on (on the real engine no policy always runs first). `tick(label, seed, simulated s, horizon s)`
     reports progress within a run, `advance()` the end of one. `fail_rates`: robots fail calls
     on purpose (catalog/faults.py); each run's results then hold `recovery`. `replica_pool`:
     the Ray actors that variants with several replicas run on."""
@@ -238,7 +246,7 @@ def compare(source: WorkloadSource, runs_of: list[Variant], config: PlannerConfi
     for seed in range(seeds):
         workload = source.workload(seed)
         horizon = max((j.arrival_s for j in workload.jobs), default=0.0)
-        for v in runs_of:
+        for v in run_order(runs_of, seed):
             progress = None if tick is None else (
                 lambda t, v=v, seed=seed, horizon=horizon: tick(v.label, seed, t, horizon))
             runs[v.label].append(simulate(workload, source.traces, v.policy, v.config, seed, tokenizer,
