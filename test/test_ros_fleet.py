@@ -37,7 +37,7 @@ def fleet(request):
         RobotConfig(id="stuck", type="tello", options=dict(FAST, stall_on=r"^md\(")),
         RobotConfig(id="leaving", type="tello", options={"time_scale": 1.0}),
     ]
-    running = start_fleet(robots, robot_timeout_s=1.0, result_kept_s=1.0, engine_step_timeout_s=3.0,
+    running = start_fleet(robots, robot_timeout_s=2.0, result_kept_s=1.0, engine_step_timeout_s=3.0,
                           robot_links=request.param)
     yield running
     running.stop()
