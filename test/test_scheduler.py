@@ -178,37 +178,60 @@ def test_rtlm_consolidates_batches_of_similar_predicted_length():
     assert not controller._consolidates(plan(25), batch + [plan(25)])  # b = 3 reached
 
 
+def _admission_engine():
+    """An engine whose step grows with the batch and the prompt tokens it prefills."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(context_tokens=lambda gen_id: 100, kv_free_tokens=lambda: 10_000,
+                           prompt_tokens=lambda request: 50,
+                           predict_step_s=lambda batch, context, prefill=0, resumes=0:
+                           0.0075 * batch + 0.001 * prefill)
+
+
+def _member(gid, e, deadline_s, in_engine):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(task_id=gid, request=None, entry=e, in_engine=in_engine,
+                           replica=0 if in_engine else None, tokens=0, seg_tokens=0, expected_segment_tokens=20,
+                           typical_segment_tokens=20, deadline_s=deadline_s, expected_remaining_tokens=20)
+
+
+def _admits(running, newcomer, guard):
+    from llm_planner.sched.batch import BatchController
+    from llm_planner.settings.config import BatchConfig
+
+    controller = BatchController(BatchConfig(), _admission_engine(), latency_guided=True, preemptive=True,
+                                 guard_by_importance=guard)
+    queue = PudQueue()
+    queue.push(newcomer.entry)
+    selection = controller.select(queue, [running], {running.task_id: running, newcomer.task_id: newcomer}, now=0.0)
+    assert controller.deferred == (0 if selection.admitted else 1)
+    return bool(selection.admitted)
+
+
 def test_latency_guided_admission_holds_no_task_back_for_a_less_important_one():
     """The paper's admission defers any newcomer whose prefill would make a running segment
     late; `timely`'s protects only running segments at least as important as the newcomer,
     so an urgent task joins at once while a normal one still waits."""
-    from types import SimpleNamespace
-
-    from llm_planner.sched.batch import BatchController
-    from llm_planner.settings.config import BatchConfig
-
-    engine = SimpleNamespace(context_tokens=lambda gen_id: 100, kv_free_tokens=lambda: 10_000,
-                             prompt_tokens=lambda request: 50,
-                             predict_step_s=lambda batch, context, prefill=0, resumes=0:
-                             0.0075 * batch + 0.001 * prefill)
-
-    def member(gid, e, deadline_s, in_engine):
-        return SimpleNamespace(task_id=gid, request=None, entry=e, in_engine=in_engine,
-                               replica=0 if in_engine else None, tokens=0, seg_tokens=0,
-                               expected_segment_tokens=20, deadline_s=deadline_s, expected_remaining_tokens=20)
-
-    # Alone, the running normal segment ends at 0.15 s, before its deadline; with a newcomer's
-    # prefill and a batch of two, at 0.35 s, after it.
-    running = member("running", entry("running", NORMAL, 0.0), deadline_s=0.2, in_engine=True)
+    # Alone, the running normal segment (due at 0.2 s) ends at 0.15 s; with a newcomer's
+    # prefill and a batch of two, at 0.35 s, 0.3 of its utility lost.
+    running = _member("running", entry("running", NORMAL.resumed(), 0.2), deadline_s=0.2, in_engine=True)
     for newcomer_tuf, guard, admitted in ((URGENT, False, False), (URGENT, True, True), (NORMAL, True, False)):
-        newcomer = member("new", entry("new", newcomer_tuf, 0.0), deadline_s=0.2, in_engine=False)
-        controller = BatchController(BatchConfig(), engine, latency_guided=True, preemptive=True,
-                                     guard_by_importance=guard)
-        queue = PudQueue()
-        queue.push(newcomer.entry)
-        selection = controller.select(queue, [running], {"running": running, "new": newcomer}, now=0.0)
-        assert bool(selection.admitted) == admitted, (newcomer_tuf, guard)
-        assert controller.deferred == (0 if admitted else 1)
+        newcomer = _member("new", entry("new", newcomer_tuf, 0.0), deadline_s=newcomer_tuf.ert_s, in_engine=False)
+        assert _admits(running, newcomer, guard) == admitted, (newcomer_tuf, guard)
+
+
+def test_timely_admits_a_newcomer_that_loses_more_by_waiting_than_it_costs_the_running_one():
+    """A running normal segment due at 0.3 s ends at 0.15 s alone and at 0.35 s with a newcomer
+    (0.1 of its utility lost). A normal newcomer whose own deadline is 0.2 s away loses 0.3 by
+    waiting 0.15 s for it: `timely` admits it, the paper's admission defers it. One with time to
+    spare loses nothing by waiting and is deferred by both."""
+    running = _member("running", entry("running", NORMAL.resumed(), 0.3), deadline_s=0.3, in_engine=True)
+    pressed = _member("new", entry("new", NORMAL, -0.8), deadline_s=0.2, in_engine=False)
+    assert _admits(running, pressed, guard=True)
+    assert not _admits(running, pressed, guard=False)
+    relaxed = _member("new", entry("new", NORMAL, 0.0), deadline_s=1.0, in_engine=False)
+    assert not _admits(running, relaxed, guard=True)
 
 
 def _engine_stepping(step_per_sequence_s):

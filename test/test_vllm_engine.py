@@ -125,10 +125,12 @@ def test_a_generation_whose_engine_was_lost_goes_on_from_its_text(engine, uninte
 @pytest.mark.ray
 def test_a_vllm_replica_on_ray_resumes_exactly_as_in_process(engine, uninterrupted, config):
     """The engine in a Ray actor (one CPU), driven through the replica's messages: every
-    suspended and resumed plan has the in-process engine's tokens."""
+    suspended and resumed plan has the in-process engine's tokens, and the replica predicts
+    iterations with the correction its engine learned."""
     ray = pytest.importorskip("ray")
     from functools import partial
 
+    from llm_planner.engine.calibration import StepCorrection
     from llm_planner.engine.factory import make_engine
     from llm_planner.engine.ray_replica import RayEngine, start_ray
 
@@ -138,6 +140,9 @@ def test_a_vllm_replica_on_ray_resumes_exactly_as_in_process(engine, uninterrupt
     try:
         assert replica.engine_name == "VllmEngine" and replica.dtype == "float32"
         segmented = run_plans(replica, exactness_requests(), segmented=True)[0]
+        correction = replica.step_correction()
+        assert correction != StepCorrection()
+        assert replica.predict_step_s(2, 500) == pytest.approx(correction.predict_step_s(replica.profile, 2, 500))
     finally:
         replica.close()
         ray.shutdown()
@@ -197,6 +202,39 @@ def test_resumed_generation_hits_the_prefix_cache(engine):
     # Only the last, partial KV block of each resumed context is recomputed.
     assert stats.resume_cached_tokens >= stats.resume_prompt_tokens - resumes * engine.block_size
     assert stats.resume_cached_tokens > 0.9 * stats.resume_prompt_tokens
+
+
+def test_the_engine_corrects_its_profiles_step_predictions_by_the_iterations_it_runs(engine, monkeypatch):
+    """Decode-only iterations teach the engine how far off its profile is: afterwards its
+    predictions of those iterations are at least as close as the profile's, whatever the CPU."""
+    import statistics
+
+    from llm_planner.engine.calibration import StepCalibration, StepCorrection
+
+    engine.calibration = StepCalibration(engine.profile)
+    decode_steps = []  # (batch, context, measured s)
+    step = engine.step
+
+    def recorded():
+        running = engine.running
+        decoding = not any(engine._gens[g].awaiting_first for g in running)
+        batch, context = len(running), sum(engine.context_tokens(g) for g in running)
+        result = step()
+        if decoding and batch:
+            decode_steps.append((batch, context, result.duration_s))
+        return result
+
+    monkeypatch.setattr(engine, "step", recorded)
+    generate(engine, [request(f"c{i}", ss, task, max_tokens=40) for i, (ss, task) in enumerate(TASKS)],
+             segmented=True)
+    assert len(decode_steps) >= 8
+    assert engine.step_correction() != StepCorrection()
+    assert engine.stats.step_correction == engine.step_correction().describe()
+
+    def median_error(predict):
+        return statistics.median(abs(measured - predict(batch, context)) for batch, context, measured in decode_steps)
+
+    assert median_error(engine.predict_step_s) <= median_error(engine.profile.predict_step_s) + 0.001
 
 
 def test_a_new_engine_runs_a_warm_up_batch_once_and_keeps_nothing_of_it(engine, monkeypatch):

@@ -7,6 +7,8 @@ from abc import ABC, abstractmethod
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from llm_planner.engine.calibration import StepCorrection
+
 
 @dataclass(frozen=True)
 class GenerationRequest:
@@ -159,3 +161,8 @@ class Engine(ABC):
     @abstractmethod
     def predict_step_s(self, batch_size: int, context_tokens: int, prefill_tokens: int = 0, resumes: int = 0) -> float:
         """Predicted duration of one iteration, for admission decisions."""
+
+    def step_correction(self) -> StepCorrection:
+        """What measured iterations add to the profile's predictions (engine/calibration.py);
+        none for an engine whose time is its profile."""
+        return StepCorrection()

@@ -75,7 +75,7 @@ def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = No
     model_dir = resolve_model(model or settings.model)
     setup = resolve_vllm_setup(settings, timing_model_name(model_dir), cpu_info() if on_cpu() else None)
     engine = VllmEngine(model_dir, clock, setup.profile, setup.engine_args, settings.constrained,
-                        settings.max_plan_tokens, settings.sampling)
+                        settings.max_plan_tokens, settings.sampling, settings.calibrate)
     configured = {load_skill_set(rt.skill_set).name for rt in config.robot_types.values()}
     untuned = sorted(configured - engine.tuned_skill_sets)
     if untuned:

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from llm_planner.domain.clock import Clock, VirtualClock, WallClock
 from llm_planner.engine.base import Continuation, Engine, EngineError, EngineStats, GenerationRequest, StepResult
+from llm_planner.engine.calibration import StepCorrection
 from llm_planner.engine.ray_compat import keep_on_loopback
 
 log = logging.getLogger(__name__)
@@ -96,13 +97,13 @@ class EngineHost:
         self.engine.attach(continuation, urgency)
         return self.engine.context_tokens(continuation.request.gen_id), self.engine.kv_free_tokens()
 
-    def step(self, ops: list[Op], start_s: float) -> tuple[StepResult, dict[str, int], int]:
+    def step(self, ops: list[Op], start_s: float) -> tuple[StepResult, dict[str, int], int, StepCorrection]:
         self._apply(ops)
         if isinstance(self.clock, VirtualClock):
             self.clock.advance_to(start_s)
         result = self.engine.step()
         contexts = {o.gen_id: self.engine.context_tokens(o.gen_id) for o in result.outputs}
-        return result, contexts, self.engine.kv_free_tokens()
+        return result, contexts, self.engine.kv_free_tokens(), self.engine.step_correction()
 
     def apply(self, ops: list[Op]) -> int:
         self._apply(ops)
@@ -188,6 +189,7 @@ class RayEngine(Engine):
         self.needs_recorded_plan = info["needs_recorded_plan"]
         self.tuned_skill_sets = info["tuned_skill_sets"]
         self.pid = info["pid"]
+        self._correction = StepCorrection()  # until its first iteration brings the engine's own
         self._forget()
 
     @property
@@ -287,8 +289,8 @@ class RayEngine(Engine):
 
     def end_step(self, future: Future, timeout_s: float | None = None) -> StepResult:
         try:
-            result, contexts, self._kv_free = future.result(timeout_s if timeout_s is not None
-                                                            else self.call_timeout_s)
+            result, contexts, self._kv_free, self._correction = future.result(
+                timeout_s if timeout_s is not None else self.call_timeout_s)
         except TimeoutError:
             raise EngineError(f"{self.name} did not answer within {self.call_timeout_s} s") from None
         except Exception as exc:
@@ -322,7 +324,10 @@ class RayEngine(Engine):
         return self._kv_free
 
     def predict_step_s(self, batch_size: int, context_tokens: int, prefill_tokens: int = 0, resumes: int = 0) -> float:
-        return self.profile.predict_step_s(batch_size, context_tokens, prefill_tokens, resumes)
+        return self._correction.predict_step_s(self.profile, batch_size, context_tokens, prefill_tokens, resumes)
+
+    def step_correction(self) -> StepCorrection:
+        return self._correction
 
     def warm_up(self, requests: list[GenerationRequest]) -> None:
         self._kv_free = self._get(self._actor.warm_up.remote(self._take_ops(), requests))

@@ -32,6 +32,7 @@ from llm_planner.engine.base import (
     StepResult,
     TokenOutput,
 )
+from llm_planner.engine.calibration import StepCalibration, StepCorrection
 from llm_planner.engine.models import tuned_skill_sets
 from llm_planner.engine.profile import ProfileChoice
 from llm_planner.engine.vllm_compat import check_vllm_version, engine_limits, shut_down
@@ -99,6 +100,7 @@ class VllmStats(EngineStats):
     resume_prompt_tokens: int = 0
     resume_cached_tokens: int = 0
     resume_first_token_s: list[float] = field(default_factory=list)  # resume -> next token
+    step_correction: str = ""  # what measured iterations added to the profile's predictions, at the last one
 
 
 @dataclass
@@ -123,7 +125,8 @@ class VllmEngine(Engine):
     needs_recorded_plan = False
 
     def __init__(self, model_dir: str | Path, clock: Clock, profile: ProfileChoice, engine_args: dict[str, Any],
-                 constrained: bool = True, max_plan_tokens: int = 512, sampling: dict[str, Any] | None = None) -> None:
+                 constrained: bool = True, max_plan_tokens: int = 512, sampling: dict[str, Any] | None = None,
+                 calibrate: bool = True) -> None:
         configure_environment()
         from vllm import EngineArgs, LLMEngine, SamplingParams, TokensPrompt
         from vllm import __version__ as vllm_version
@@ -132,6 +135,9 @@ class VllmEngine(Engine):
         self.clock = clock
         self.profile_choice = profile  # where the predictions come from, and the key of this engine's timing
         self.profile = profile.profile  # predictions for admission; the engine's own timing is measured
+        # Corrects the profile's predictions by the iterations measured; kept across runs (it
+        # describes this machine and engine, not a workload).
+        self.calibration = StepCalibration(self.profile) if calibrate else None
         self.vllm_version = vllm_version
         check_vllm_version(vllm_version)
         self.constrained = constrained
@@ -309,6 +315,9 @@ class VllmEngine(Engine):
 
     # ------------------------------------------------------------------ iteration
     def step(self) -> StepResult:
+        batch = len(self._by_vllm_id)
+        context = sum(self.context_tokens(g) for g in self._by_vllm_id.values())
+        starting = [g for g in self._gens.values() if g.vllm_id is not None and g.awaiting_first]
         started = time.perf_counter()
         request_outputs = self.llm.step()
         duration = time.perf_counter() - started
@@ -333,6 +342,10 @@ class VllmEngine(Engine):
         self.stats.busy_s += duration
         self.stats.generated_tokens += len(outputs)
         self.stats.max_batch = max(self.stats.max_batch, len(self._by_vllm_id))
+        if self.calibration is not None and not any(g.awaiting_first for g in starting):
+            # (an iteration that prefilled part of a long prompt is left out: its tokens are not known)
+            self.calibration.observe(batch, context, prefill, sum(g.runs > 1 for g in starting), duration)
+            self.stats.step_correction = self.calibration.correction.describe()
         return StepResult(duration, outputs, prefill)
 
     def _account_prompt(self, gen: _VllmSequence, ro) -> int:
@@ -377,7 +390,10 @@ class VllmEngine(Engine):
         return self.kv_capacity_tokens - used
 
     def predict_step_s(self, batch_size: int, context_tokens: int, prefill_tokens: int = 0, resumes: int = 0) -> float:
-        return self.profile.predict_step_s(batch_size, context_tokens, prefill_tokens, resumes)
+        return self.step_correction().predict_step_s(self.profile, batch_size, context_tokens, prefill_tokens, resumes)
+
+    def step_correction(self) -> StepCorrection:
+        return self.calibration.correction if self.calibration is not None else StepCorrection()
 
     def reset(self, clock: Clock | None = None) -> None:
         """Drop every generation and the prefix cache (between runs of a comparison); a new

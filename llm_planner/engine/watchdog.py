@@ -15,6 +15,7 @@ import threading
 from typing import Any, Callable
 
 from llm_planner.engine.base import Continuation, Engine, EngineError, GenerationRequest, StepResult
+from llm_planner.engine.calibration import StepCorrection
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,9 @@ class WatchedEngine(Engine):
 
     def predict_step_s(self, batch_size: int, context_tokens: int, prefill_tokens: int = 0, resumes: int = 0) -> float:
         return self.inner.predict_step_s(batch_size, context_tokens, prefill_tokens, resumes)
+
+    def step_correction(self) -> StepCorrection:
+        return self.inner.step_correction()
 
     @property
     def stats(self):

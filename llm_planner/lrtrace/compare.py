@@ -307,5 +307,7 @@ def engine_stats_lines(runs: dict[str, list[SimulationResult]]) -> list[str]:
                      f"{sum(s.steps for s in stats)} steps ({sum(s.busy_s for s in stats):.1f} s busy); prefix cache "
                      f"{cached}/{prompt} prompt tokens"
                      + (f"; {resumes} resumes, {r_cached}/{r_prompt} of their prompt tokens cached" if resumes else "")
-                     + (f"; {moved} moved to another replica" if (moved := sum(s.moved_in for s in stats)) else ""))
+                     + (f"; {moved} moved to another replica" if (moved := sum(s.moved_in for s in stats)) else "")
+                     + (f"; step predictions corrected by {stats[-1].step_correction}"
+                        if stats and stats[-1].step_correction else ""))
     return lines

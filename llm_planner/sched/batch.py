@@ -7,7 +7,8 @@
   priority order and admission stops at the first that does not fit, so a lower-priority
   generation never overtakes a higher-priority one. `timely` protects only the running
   generations at least as important as the newcomer (TUF beta): an urgent task is not held
-  back for a normal one's deadline;
+  back for a normal one's deadline; and it holds a newcomer back only if the utility those
+  generations would lose is more than what the newcomer loses by waiting for them;
 - preemption (suspending policies): with a full batch, a better queued generation replaces
   the lowest-priority running one, which keeps its context and waits in the queue (`timely`:
   never a more important one that would lose utility by waiting, its segment priced at its
@@ -122,7 +123,7 @@ class BatchController:
             base_context = context - (self.engine.context_tokens(victim.task_id) if victim else 0)
             if self.latency_guided and not self._keeps_deadlines(
                     base, base_context + new_context, prefill_total + prefill, resumes + int(resume), now,
-                    entry.tuf.beta):
+                    gen, entry):
                 self.deferred += 1
                 break
             if victim is not None:
@@ -261,18 +262,31 @@ class BatchController:
         return entry.tuf.utility(delayed - entry.ref_s) < entry.tuf.utility(finish - entry.ref_s)
 
     def _keeps_deadlines(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
-                         now: float, beta: float) -> bool:
-        """False if admitting a newcomer (TUF `beta`) would make a running generation miss a
-        deadline it would otherwise meet (one that misses anyway does not block admissions;
-        with `guard_by_importance`, neither does one less important than the newcomer)."""
+                         now: float, newcomer: BatchMember, entry: QueueEntry) -> bool:
+        """False if admitting a newcomer (scheduling entry `entry`) would make a running
+        generation miss a deadline it would otherwise meet (one that misses anyway does not
+        block admissions). With `guard_by_importance`, neither does one less important than the
+        newcomer, and the newcomer is held back only if what those it would make late lose is
+        more than what it loses by waiting for their segments: where an iteration costs nearly
+        the same at any batch size (a CPU), a deferral costs the newcomer far more than its
+        company costs the others."""
         step_now = self.engine.predict_step_s(len(batch), context)
         step = self.engine.predict_step_s(len(batch) + 1, context)
         first = self.engine.predict_step_s(len(batch) + 1, context, prefill, resumes)
+        loss, wait = 0.0, 0.0
         for gen in batch:
-            if self.guard_by_importance and gen.entry is not None and gen.entry.tuf.beta < beta:
+            if self.guard_by_importance and gen.entry is not None and gen.entry.tuf.beta < entry.tuf.beta:
                 continue
             slack = gen.deadline_s - now
             remaining = self._remaining_tokens(gen)
-            if remaining * step_now < slack <= first + (remaining - 1) * step:
-                return False
-        return True
+            alone, joined = remaining * step_now, first + (remaining - 1) * step
+            if alone < slack <= joined:
+                if not self.guard_by_importance or gen.entry is None:
+                    return False
+                tuf, ref = gen.entry.tuf, gen.entry.ref_s
+                loss += tuf.utility(now + alone - ref) - tuf.utility(now + joined - ref)
+                wait = max(wait, alone)
+        if loss <= 0.0:
+            return True
+        own = first + (self._typical_remaining_tokens(newcomer) - 1) * step
+        return entry.tuf.utility(now + own - entry.ref_s) - entry.tuf.utility(now + wait + own - entry.ref_s) >= loss

@@ -110,6 +110,8 @@ class VllmConfig(_Strict):
                                                             "CPU class) or a profile's name")
     constrained: bool = Field(default=True, description="decode only plans in the skill set's grammar")
     max_plan_tokens: int = Field(default=96, gt=0, description="a plan's token limit")
+    calibrate: bool = Field(default=True, description="correct the profile's step predictions by the iterations "
+                                                      "the engine runs (engine/calibration.py)")
     engine_args: dict[str, Any] = Field(default={}, description="vllm.EngineArgs fields, passed unchanged")
     # Greedy by default; a repetition penalty counts prompt and output tokens together, so a
     # resumed generation (plan so far in its prompt) continues exactly as an uninterrupted one

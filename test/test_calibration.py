@@ -1,0 +1,76 @@
+"""The correction measured iterations make to a profile's step predictions."""
+
+import pytest
+
+from llm_planner.engine.calibration import MIN_SAMPLES, WINDOW, StepCalibration, StepCorrection
+from llm_planner.engine.profile import load_engine_profile
+
+
+@pytest.fixture
+def profile():
+    return load_engine_profile("smollm2-135m-instruct-float32-cpu-avx2")
+
+
+def decode_iterations(calibration, profile, error_s, n, batch=3, context=900):
+    for _ in range(n):
+        calibration.observe(batch, context, 0, 0, profile.predict_step_s(batch, context) + error_s)
+
+
+def test_no_correction_until_enough_iterations_were_measured(profile):
+    calibration = StepCalibration(profile)
+    decode_iterations(calibration, profile, 0.03, MIN_SAMPLES - 1)
+    assert calibration.correction == StepCorrection()
+    decode_iterations(calibration, profile, 0.03, 1)
+    assert calibration.correction.decode_offset_s == pytest.approx(0.03)
+
+
+def test_decode_iterations_shift_every_prediction_by_the_same_offset(profile):
+    calibration = StepCalibration(profile)
+    decode_iterations(calibration, profile, 0.03, MIN_SAMPLES)
+    correction = calibration.correction
+    for batch, context in ((1, 100), (4, 1200), (12, 4000)):
+        assert correction.predict_step_s(profile, batch, context) == pytest.approx(
+            profile.predict_step_s(batch, context) + 0.03)
+
+
+def test_prefill_and_resumes_are_scaled_by_what_they_were_measured_to_add(profile):
+    calibration = StepCalibration(profile)
+    decode_iterations(calibration, profile, 0.03, MIN_SAMPLES)
+    for _ in range(MIN_SAMPLES):
+        decode = profile.step_s(3, 900) + 0.03
+        extra = profile.step_s(3, 900, 40, 1) - profile.step_s(3, 900)
+        calibration.observe(3, 900, 40, 1, decode + 1.5 * extra)
+    correction = calibration.correction
+    assert correction.extra_factor == pytest.approx(1.5)
+    decode = profile.predict_step_s(2, 500)
+    extra = profile.predict_step_s(2, 500, 100, 2) - decode
+    assert correction.predict_step_s(profile, 2, 500, 100, 2) == pytest.approx(decode + 0.03 + 1.5 * extra)
+
+
+def test_a_stray_slow_iteration_moves_nothing_and_a_lasting_change_is_followed(profile):
+    calibration = StepCalibration(profile)
+    decode_iterations(calibration, profile, 0.02, MIN_SAMPLES)
+    decode_iterations(calibration, profile, 1.0, 1)
+    assert calibration.correction.decode_offset_s == pytest.approx(0.02)
+    decode_iterations(calibration, profile, 0.05, WINDOW)
+    assert calibration.correction.decode_offset_s == pytest.approx(0.05)
+
+
+def test_a_faster_engine_than_profiled_lowers_predictions_but_never_below_half_the_decode_base(profile):
+    calibration = StepCalibration(profile)
+    decode_iterations(calibration, profile, -0.01, MIN_SAMPLES)
+    assert calibration.correction.decode_offset_s == pytest.approx(-0.01)
+    decode_iterations(calibration, profile, -10.0, WINDOW)
+    assert calibration.correction.decode_offset_s == pytest.approx(-0.5 * profile.decode_base_s)
+    assert calibration.correction.predict_step_s(profile, 1, 0) > 0
+
+
+def test_the_prefill_factor_stays_within_its_range(profile):
+    calibration = StepCalibration(profile)
+    for _ in range(MIN_SAMPLES):
+        calibration.observe(1, 100, 500, 0, 100.0)
+    assert calibration.correction.extra_factor == 4.0
+
+
+def test_an_idle_engine_is_predicted_to_take_no_time_whatever_the_correction(profile):
+    assert StepCorrection(0.03, 2.0).predict_step_s(profile, 0, 0) == 0.0
