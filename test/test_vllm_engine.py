@@ -234,7 +234,7 @@ def test_the_engine_corrects_its_profiles_step_predictions_by_the_iterations_it_
     def median_error(predict):
         return statistics.median(abs(measured - predict(batch, context)) for batch, context, measured in decode_steps)
 
-    assert median_error(engine.predict_step_s) <= median_error(engine.profile.predict_step_s) + 0.001
+    assert median_error(engine.predict_step_s) <= median_error(engine.profile.predict_step_s) + 0.002
 
 
 def test_a_new_engine_runs_a_warm_up_batch_once_and_keeps_nothing_of_it(engine, monkeypatch):
