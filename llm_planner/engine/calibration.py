@@ -4,7 +4,7 @@ A profile is measured once, by `llm-planner profile-engine`, on a bare engine. T
 engine spends more on every iteration than that engine did (it runs with the plan grammar's
 logits processor and priority scheduling, beside the planner's own work on the same cores),
 by a gap that differs from machine to machine: on a 2-core CPU a profile predicted decode
-steps 20-30 ms too short at every batch size, and prefills and resumes 1.4-2x too cheap.
+steps 21-30 ms too short at every batch size, and prefills and resumes 1.25-2.1x too cheap.
 Decisions priced at the profile's times then expect an urgent segment to be written sooner
 than it is (and let suspended generations back in before it is done).
 

@@ -100,7 +100,7 @@ class VllmStats(EngineStats):
     resume_prompt_tokens: int = 0
     resume_cached_tokens: int = 0
     resume_first_token_s: list[float] = field(default_factory=list)  # resume -> next token
-    step_correction: str = ""  # what measured iterations added to the profile's predictions, at the last one
+    step_correction: StepCorrection | None = None  # what measured iterations added to the profile's predictions
 
 
 @dataclass
@@ -345,7 +345,7 @@ class VllmEngine(Engine):
         if self.calibration is not None and not any(g.awaiting_first for g in starting):
             # (an iteration that prefilled part of a long prompt is left out: its tokens are not known)
             self.calibration.observe(batch, context, prefill, sum(g.runs > 1 for g in starting), duration)
-            self.stats.step_correction = self.calibration.correction.describe()
+            self.stats.step_correction = self.calibration.correction
         return StepResult(duration, outputs, prefill)
 
     def _account_prompt(self, gen: _VllmSequence, ro) -> int:

@@ -308,6 +308,6 @@ def engine_stats_lines(runs: dict[str, list[SimulationResult]]) -> list[str]:
                      f"{cached}/{prompt} prompt tokens"
                      + (f"; {resumes} resumes, {r_cached}/{r_prompt} of their prompt tokens cached" if resumes else "")
                      + (f"; {moved} moved to another replica" if (moved := sum(s.moved_in for s in stats)) else "")
-                     + (f"; step predictions corrected by {stats[-1].step_correction}"
+                     + (f"; step predictions corrected by {stats[-1].step_correction.describe()}"
                         if stats and stats[-1].step_correction else ""))
     return lines

@@ -73,7 +73,9 @@ class FeaturesConfig(_Strict):
                                                        "bound")
     lost_wait_s: float = Field(default=30.0, gt=0, description="bound_wait: how long a segment may wait once its "
                                                               "utility is lost")
-    importance_guard: bool = Field(default=True, description="latency-guided admission holds no task back, and "
+    importance_guard: bool = Field(default=True, description="latency-guided admission holds a task back only "
+                                                             "for running generations at least as important that "
+                                                             "would lose more utility than it loses by waiting; "
                                                              "preemption suspends no running generation that would "
                                                              "lose utility by waiting, for a less important one")
 
