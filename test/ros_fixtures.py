@@ -2,6 +2,8 @@
 ROS 2 workspace, except under `make test`, where a missing workspace is an error."""
 
 import os
+import signal
+import subprocess
 
 import pytest
 
@@ -14,4 +16,40 @@ else:
 
 from llm_planner.testing.ros_fleet import TRACES, Running, instruction, start_fleet  # noqa: E402
 
-__all__ = ["TRACES", "Running", "instruction", "rclpy", "start_fleet"]
+__all__ = ["TRACES", "Running", "instruction", "launched", "rclpy", "start_fleet", "stop_launched"]
+
+
+def launched(command: list[str]) -> subprocess.Popen:
+    """A node's process as `ros2 launch` starts it: a process group of its own (the process
+    and what it starts), its output kept; SIGABRT makes it print every thread's stack."""
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONFAULTHANDLER": "1"}, start_new_session=True)
+
+
+def stop_launched(procs: list[subprocess.Popen], sig: int = signal.SIGTERM,
+                  timeout_s: float = 45.0) -> list[tuple[str, str, str, int | str]]:
+    """Send `sig` to each process's group and collect (executable, stdout, stderr, exit
+    status). A process still there after `timeout_s` is aborted (its stacks end its stderr),
+    then killed with its group, and reported with status "hung, killed": a node left running
+    would take the next tests' tasks."""
+    for p in procs:
+        os.killpg(p.pid, sig)
+    outcomes = []
+    for p in procs:
+        try:
+            out, err = p.communicate(timeout=timeout_s)
+            outcomes.append((p.args[0], out, err, p.returncode))
+            continue
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGABRT)
+        try:
+            out, err = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+        try:
+            os.killpg(p.pid, signal.SIGKILL)  # what it started
+        except ProcessLookupError:
+            pass
+        outcomes.append((p.args[0], out, err, "hung, killed"))
+    return outcomes

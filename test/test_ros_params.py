@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import pytest
 import yaml
-from ros_fixtures import rclpy
+from ros_fixtures import launched, rclpy, stop_launched
 
 from llm_planner.ros.fleet_main import node_specs
 from llm_planner.ros.parameters import declare_planner_parameters
@@ -134,7 +134,7 @@ def _launched_planner(command: list[str]):
 
     from llm_planner.ros.spin import spin_node
 
-    planner = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ)
+    planner = launched(command)
     if not rclpy.ok():
         rclpy.init()
     probe = rclpy.node.Node("params_probe")
@@ -145,9 +145,8 @@ def _launched_planner(command: list[str]):
         yield client
     finally:
         spinning.shutdown()
-        planner.terminate()
-        _, stderr = planner.communicate(timeout=30)
-    assert planner.returncode == 0, stderr[-3000:]
+        [(_, _, stderr, code)] = stop_launched([planner])
+    assert code == 0, stderr[-3000:]
 
 
 def _result(future, timeout_s: float = 30.0):

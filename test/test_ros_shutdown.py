@@ -2,8 +2,9 @@
 nothing on stderr (rclpy prints "The following exception was never retrieved" when a
 callback runs on a node that is being destroyed); the launch layout's processes stop on
 SIGTERM and SIGINT with exit status 0, and the planner's links process (robot_links:
-process) with them. Each case runs in a fresh interpreter, so what it
-prints at exit is seen too."""
+process) with them; a burst of signals stops a node as one does, and a stop that hangs prints
+every thread's stack and exits. Each case runs in a fresh interpreter, so what it prints at
+exit is seen too."""
 
 import os
 import signal
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ros_fixtures import instruction  # noqa: F401 (skips this module without a ROS 2 workspace)
+from ros_fixtures import instruction, launched, stop_launched  # skips this module without a ROS 2 workspace
 
 from llm_planner.ros.fleet_main import node_specs
 
@@ -79,8 +80,7 @@ def test_launch_processes_stop_on_signal(tmp_path, sig, robot_links):
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({"llm_planner": {"ros__parameters": {"robot_links": robot_links}}}))
     specs = node_specs(None, str(fleet), robots_per_process=2, params_file=str(params))
-    procs = [subprocess.Popen(spec.command(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=os.environ, start_new_session=True) for spec in specs]
+    procs = [launched(spec.command()) for spec in specs]
     links_process: list[int] = []
     import rclpy
 
@@ -101,11 +101,62 @@ def test_launch_processes_stop_on_signal(tmp_path, sig, robot_links):
         links_process = _children(procs[-1].pid)  # the planner is the last spec
     finally:
         spinning.shutdown()
-        for p in procs:
-            os.killpg(p.pid, sig)  # each its own process group: the process and what it started
-        outcomes = [(p.args[0], *p.communicate(timeout=30), p.returncode) for p in procs]
+        outcomes = stop_launched(procs, sig)
     for command, _, stderr, code in outcomes:
-        assert code == 0, f"{command} exited {code}: {stderr[-3000:]}"
+        assert code == 0, f"{command}: exit status {code}: {stderr[-3000:]}"
         _clean(stderr)
     assert len(links_process) == (robot_links == "process")
     assert not any(Path(f"/proc/{pid}").exists() for pid in links_process), "the links' process outlived the planner"
+
+
+SPUN_UNTIL_SIGNAL = """
+import time
+from rclpy.node import Node
+from llm_planner.ros import fleet_main
+
+class Stalling(Node):
+    def stop(self):
+        if {stall}:
+            time.sleep(3600)
+
+fleet_main.SHUTDOWN_LIMIT_S = 2.0
+fleet_main._init_ros([])  # as the node commands: no rclpy signal handlers
+print("spinning", flush=True)
+fleet_main._spin_until_signal([Stalling("stalling")])
+print("stopped", flush=True)
+"""
+
+
+def _catches_sigterm(pid: int) -> bool:
+    caught = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+
+
+def _spun_until_signal(stall: bool) -> subprocess.Popen:
+    """The process, once its SIGTERM handler is set (Python catches SIGINT from the start)."""
+    proc = launched([sys.executable, "-c", SPUN_UNTIL_SIGNAL.format(stall=stall)])
+    assert proc.stdout.readline() == "spinning\n", proc.communicate(timeout=30)
+    deadline = time.monotonic() + 30
+    while not _catches_sigterm(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _catches_sigterm(proc.pid), "no SIGTERM handler"
+    return proc
+
+
+def test_a_burst_of_signals_stops_a_node_once_and_cleanly():
+    """Signals arriving while the handler runs (Ctrl-C held, a launch and a service manager
+    both stopping it) still stop the node: the handler takes no lock."""
+    proc = _spun_until_signal(stall=False)
+    for _ in range(300):
+        os.kill(proc.pid, signal.SIGTERM)
+    [(_, out, err, code)] = stop_launched([proc], signal.SIGINT)
+    assert code == 0 and out == "stopped\n", err[-3000:]
+
+
+def test_a_hung_stop_prints_every_stack_and_exits():
+    proc = _spun_until_signal(stall=True)
+    started = time.monotonic()
+    [(_, out, err, code)] = stop_launched([proc], signal.SIGTERM)
+    assert code == 1 and "stopped" not in out
+    assert time.monotonic() - started < 15
+    assert "in stop" in err and "in _spin_until_signal" in err, err[-3000:]  # the stalled call, and where from

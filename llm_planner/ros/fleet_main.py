@@ -5,10 +5,12 @@ the same set as separate processes from `node_specs`."""
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 
 from llm_planner.catalog.exec_model import load_exec_model
@@ -136,19 +138,30 @@ def _init_ros(argv: list[str]) -> None:
     rclpy.init(args=[sys.argv[0], *argv], signal_handler_options=SignalHandlerOptions.NO)
 
 
+# A clean stop takes a few seconds (ros/spin.py bounds each part); past this, every
+# thread's stack goes to stderr and the process exits, so a hung stop is seen and ends.
+SHUTDOWN_LIMIT_S = 30.0
+
+
 def _spin_until_signal(nodes) -> None:
+    """Spin until SIGINT or SIGTERM, then stop in order. The handler only appends to a list:
+    a handler runs in the main thread between any two bytecodes, and one taking a lock (as
+    `threading.Event.set()` does) can find it held by the code it interrupted, which never
+    returns; the process then ignored the signal and kept planning."""
     import rclpy
 
     from llm_planner.ros.spin import Spinning
 
     spinning = Spinning(nodes)
-    stop = threading.Event()
+    signals: list[int] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    while not stop.wait(0.2) and rclpy.ok():
-        pass
+        signal.signal(sig, lambda signum, _frame: signals.append(signum))
+    while not signals and rclpy.ok():
+        time.sleep(0.2)
+    faulthandler.dump_traceback_later(SHUTDOWN_LIMIT_S, exit=True)
     spinning.shutdown()
     rclpy.try_shutdown()
+    faulthandler.cancel_dump_traceback_later()
 
 
 def _parser(description: str) -> argparse.ArgumentParser:
