@@ -315,9 +315,10 @@ class VllmEngine(Engine):
 
     # ------------------------------------------------------------------ iteration
     def step(self) -> StepResult:
-        batch = len(self._by_vllm_id)
-        context = sum(self.context_tokens(g) for g in self._by_vllm_id.values())
-        starting = [g for g in self._gens.values() if g.vllm_id is not None and g.awaiting_first]
+        if self.calibration is not None:  # what the iteration computes, to compare with its prediction
+            batch = len(self._by_vllm_id)
+            context = sum(self.context_tokens(g) for g in self._by_vllm_id.values())
+            starting = [g for g in self._gens.values() if g.vllm_id is not None and g.awaiting_first]
         started = time.perf_counter()
         request_outputs = self.llm.step()
         duration = time.perf_counter() - started

@@ -241,9 +241,6 @@ class BatchController:
         """Tokens its current segment still needs at its skill set's typical length (at least one)."""
         return max(1, math.ceil(gen.typical_segment_tokens) - gen.seg_tokens)
 
-    def _remaining_s(self, gen: BatchMember, step: float) -> float:
-        return self._remaining_tokens(gen) * step
-
     def _can_wait_for(self, gen: BatchMember, entry: QueueEntry, critical: BatchMember, batch: list[BatchMember],
                       context: int, now: float) -> bool:
         """True if `gen` is less important than `critical` and finishing its segment after the
@@ -258,7 +255,7 @@ class BatchController:
         finishes after `other`'s segment and its own resume than when it goes on now, at
         `step` seconds a token."""
         finish = now + tokens * step
-        delayed = finish + self._remaining_s(other, step) + self.engine.predict_step_s(1, 0, resumes=1)
+        delayed = finish + self._remaining_tokens(other) * step + self.engine.predict_step_s(1, 0, resumes=1)
         return entry.tuf.utility(delayed - entry.ref_s) < entry.tuf.utility(finish - entry.ref_s)
 
     def _keeps_deadlines(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
