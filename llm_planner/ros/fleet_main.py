@@ -146,8 +146,8 @@ SHUTDOWN_LIMIT_S = 30.0
 def _spin_until_signal(nodes) -> None:
     """Spin until SIGINT or SIGTERM, then stop in order. The handler only appends to a list:
     a handler runs in the main thread between any two bytecodes, and one taking a lock (as
-    `threading.Event.set()` does) can find it held by the code it interrupted, which never
-    returns; the process then ignored the signal and kept planning."""
+    `threading.Event.set()` does) can find it held by the code it interrupted and wait
+    forever, while the other threads go on planning."""
     import rclpy
 
     from llm_planner.ros.spin import Spinning
