@@ -33,7 +33,10 @@ def stop_launched(procs: list[subprocess.Popen], sig: int = signal.SIGTERM,
     then killed with its group, and reported with status "hung, killed": a node left running
     would take the next tests' tasks."""
     for p in procs:
-        os.killpg(p.pid, sig)
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:  # ended and reaped already
+            pass
     outcomes = []
     for p in procs:
         try:

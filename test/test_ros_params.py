@@ -134,11 +134,11 @@ def _launched_planner(command: list[str]):
 
     from llm_planner.ros.spin import spin_node
 
-    planner = launched(command)
     if not rclpy.ok():
         rclpy.init()
     probe = rclpy.node.Node("params_probe")
     spinning = spin_node(probe)
+    planner = launched(command)
     try:
         client = AsyncParameterClient(probe, "/llm_planner")
         assert client.wait_for_services(timeout_sec=60), "the planner node's parameter services never came"

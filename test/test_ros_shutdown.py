@@ -135,11 +135,16 @@ def _catches_sigterm(pid: int) -> bool:
 def _spun_until_signal(stall: bool) -> subprocess.Popen:
     """The process, once its SIGTERM handler is set (Python catches SIGINT from the start)."""
     proc = launched([sys.executable, "-c", SPUN_UNTIL_SIGNAL.format(stall=stall)])
-    assert proc.stdout.readline() == "spinning\n", proc.communicate(timeout=30)
-    deadline = time.monotonic() + 30
-    while not _catches_sigterm(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert _catches_sigterm(proc.pid), "no SIGTERM handler"
+    try:
+        assert proc.stdout.readline() == "spinning\n"
+        deadline = time.monotonic() + 30
+        while not _catches_sigterm(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _catches_sigterm(proc.pid), "no SIGTERM handler"
+    except BaseException:
+        [(_, _, err, _)] = stop_launched([proc], signal.SIGKILL)  # a failed test leaves no node behind
+        print(err[-3000:])
+        raise
     return proc
 
 
@@ -147,9 +152,11 @@ def test_a_burst_of_signals_stops_a_node_once_and_cleanly():
     """Signals arriving while the handler runs (Ctrl-C held, a launch and a service manager
     both stopping it) still stop the node: the handler takes no lock."""
     proc = _spun_until_signal(stall=False)
-    for _ in range(300):
-        os.kill(proc.pid, signal.SIGTERM)
-    [(_, out, err, code)] = stop_launched([proc], signal.SIGINT)
+    try:
+        for _ in range(300):
+            os.kill(proc.pid, signal.SIGTERM)
+    finally:
+        [(_, out, err, code)] = stop_launched([proc], signal.SIGINT)
     assert code == 0 and out == "stopped\n", err[-3000:]
 
 
