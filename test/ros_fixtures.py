@@ -26,6 +26,13 @@ def launched(command: list[str]) -> subprocess.Popen:
                             env={**os.environ, "PYTHONFAULTHANDLER": "1"}, start_new_session=True)
 
 
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:  # the group has ended
+        pass
+
+
 def stop_launched(procs: list[subprocess.Popen], sig: int = signal.SIGTERM,
                   timeout_s: float = 45.0) -> list[tuple[str, str, str, int | str]]:
     """Send `sig` to each process's group and collect (executable, stdout, stderr, exit
@@ -33,10 +40,7 @@ def stop_launched(procs: list[subprocess.Popen], sig: int = signal.SIGTERM,
     then killed with its group, and reported with status "hung, killed": a node left running
     would take the next tests' tasks."""
     for p in procs:
-        try:
-            os.killpg(p.pid, sig)
-        except ProcessLookupError:  # ended and reaped already
-            pass
+        _signal_group(p.pid, sig)
     outcomes = []
     for p in procs:
         try:
@@ -47,12 +51,9 @@ def stop_launched(procs: list[subprocess.Popen], sig: int = signal.SIGTERM,
             os.kill(p.pid, signal.SIGABRT)
         try:
             out, err = p.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
+        except subprocess.TimeoutExpired:  # no stacks either
+            _signal_group(p.pid, signal.SIGKILL)
             out, err = p.communicate()
-        try:
-            os.killpg(p.pid, signal.SIGKILL)  # what it started
-        except ProcessLookupError:
-            pass
+        _signal_group(p.pid, signal.SIGKILL)  # what it started
         outcomes.append((p.args[0], out, err, "hung, killed"))
     return outcomes

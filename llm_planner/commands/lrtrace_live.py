@@ -79,8 +79,8 @@ def cmd_replay(args) -> int:
             out.print(f"{policy}: urgent first action (task published -> first segment sent) p50 "
                       f"{fa['load_p50_s']:.3f} s under load, {fa['idle_p50_s']:.3f} s for the "
                       f"same tasks on the idle planner: {fa['ratio']:.2f}x")
-        if engine is not None:  # how fast the engine ran against its profile, which moves between runs
-            out.print(f"{policy}: step predictions corrected by {engine.step_correction().describe()}")
+        if engine is not None and engine.stats.step_correction:  # how fast the engine ran against its profile
+            out.print(f"{policy}: step predictions corrected by {engine.stats.step_correction.describe()}")
         if args.compare_sim:  # a real engine is reused on a virtual clock
             sim = simulate(workload, source.traces, policy, run_config, args.seed, engine=engine, warm_up=True,
                            fail_rates=args.fail_rate)

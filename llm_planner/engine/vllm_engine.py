@@ -315,10 +315,8 @@ class VllmEngine(Engine):
 
     # ------------------------------------------------------------------ iteration
     def step(self) -> StepResult:
-        if self.calibration is not None:  # what the iteration computes, to compare with its prediction
-            batch = len(self._by_vllm_id)
-            context = sum(self.context_tokens(g) for g in self._by_vllm_id.values())
-            starting = [g for g in self._gens.values() if g.vllm_id is not None and g.awaiting_first]
+        # what the iteration computes, to compare its time with the prediction (calibration only)
+        computes = self._iteration_inputs() if self.calibration is not None else None
         started = time.perf_counter()
         request_outputs = self.llm.step()
         duration = time.perf_counter() - started
@@ -343,11 +341,18 @@ class VllmEngine(Engine):
         self.stats.busy_s += duration
         self.stats.generated_tokens += len(outputs)
         self.stats.max_batch = max(self.stats.max_batch, len(self._by_vllm_id))
-        if self.calibration is not None and not any(g.awaiting_first for g in starting):
-            # (an iteration that prefilled part of a long prompt is left out: its tokens are not known)
-            self.calibration.observe(batch, context, prefill, sum(g.runs > 1 for g in starting), duration)
-            self.stats.step_correction = self.calibration.correction
+        if computes is not None:
+            batch, context, starting = computes
+            if not any(g.awaiting_first for g in starting):
+                # (an iteration that prefilled part of a long prompt is left out: its tokens are not known)
+                self.calibration.observe(batch, context, prefill, sum(g.runs > 1 for g in starting), duration)
+                self.stats.step_correction = self.calibration.correction
         return StepResult(duration, outputs, prefill)
+
+    def _iteration_inputs(self) -> tuple[int, int, list[_VllmSequence]]:
+        """The next iteration's batch, their context and the requests it starts."""
+        starting = [g for g in self._gens.values() if g.vllm_id is not None and g.awaiting_first]
+        return len(self._by_vllm_id), sum(self.context_tokens(g) for g in self._by_vllm_id.values()), starting
 
     def _account_prompt(self, gen: _VllmSequence, ro) -> int:
         gen.awaiting_first = False
