@@ -8,7 +8,8 @@
   generation never overtakes a higher-priority one. `timely` protects only the running
   generations at least as important as the newcomer (TUF beta): an urgent task is not held
   back for a normal one's deadline; and it holds a newcomer back only if the utility those
-  generations would lose is more than what the newcomer loses by waiting for them;
+  generations would lose is more than what the newcomer loses by waiting for them, each
+  segment priced at its typical length;
 - preemption (suspending policies): with a full batch, a better queued generation replaces
   the lowest-priority running one, which keeps its context and waits in the queue (`timely`:
   never a more important one that would lose utility by waiting, its segment priced at its
@@ -266,7 +267,9 @@ class BatchController:
         newcomer, and the newcomer is held back only if what those it would make late lose is
         more than what it loses by waiting for their segments: where an iteration costs nearly
         the same at any batch size (a CPU), a deferral costs the newcomer far more than its
-        company costs the others."""
+        company costs the others. Both sides are priced at their typical lengths, as the
+        preemption guard prices them: at l_max, a running segment a token or two from its end
+        looks at risk, and the newcomer waits for nothing."""
         step_now = self.engine.predict_step_s(len(batch), context)
         step = self.engine.predict_step_s(len(batch) + 1, context)
         first = self.engine.predict_step_s(len(batch) + 1, context, prefill, resumes)
@@ -275,7 +278,7 @@ class BatchController:
             if self.guard_by_importance and gen.entry is not None and gen.entry.tuf.beta < entry.tuf.beta:
                 continue
             slack = gen.deadline_s - now
-            remaining = self._remaining_tokens(gen)
+            remaining = self._typical_remaining_tokens(gen) if self.guard_by_importance else self._remaining_tokens(gen)
             alone, joined = remaining * step_now, first + (remaining - 1) * step
             if alone < slack <= joined:
                 if not self.guard_by_importance or gen.entry is None:
