@@ -75,7 +75,10 @@ def test_paired_differences_compare_two_policies_seed_by_seed():
              [executed("n", "normal", 0.7), executed("u", "urgent", 0.4)]]
     reference, other = [by_level(run) for run in reference], [by_level(run) for run in other]
     gaps = paired_differences(other, reference)
-    assert gaps["normal"] == {"mean": 0.0, "min": -10.0, "max": 10.0, "seeds": 2}
-    assert gaps["urgent"] == {"mean": 30.0, "min": 0.0, "max": 60.0, "seeds": 2}
+    # gaps +10 / -10 and 0 / +60: standard deviations 14.1 and 42.4, over sqrt(2) seeds
+    assert gaps["normal"] == {"mean": 0.0, "sem": 10.0, "min": -10.0, "max": 10.0, "seeds": 2}
+    assert gaps["urgent"] == {"mean": 30.0, "sem": 30.0, "min": 0.0, "max": 60.0, "seeds": 2}
     assert gaps["all"]["mean"] == 15.0
-    assert paired_differences(reference, reference)["normal"] == {"mean": 0.0, "min": 0.0, "max": 0.0, "seeds": 2}
+    assert paired_differences(reference, reference)["normal"] == {"mean": 0.0, "sem": 0.0, "min": 0.0, "max": 0.0,
+                                                                  "seeds": 2}
+    assert paired_differences(other[:1], reference[:1])["normal"]["sem"] is None

@@ -97,18 +97,20 @@ def by_level(records: list[TaskRecord], expected_units: dict[str, int] | None = 
 
 
 def paired_differences(runs: list[dict[str, dict]], reference: list[dict[str, dict]]) -> dict[str, dict]:
-    """{level: mean, min, max, seeds} of the reference's utility % of max minus the run's, seed
-    by seed (each a `by_level` of one seed's records): each seed is one workload that both ran,
-    so the spread says how much of a gap a single run's timing moves (on a real engine,
-    iterations vary from run to run)."""
+    """{level: mean, sem, min, max, seeds} of the reference's utility % of max minus the run's,
+    seed by seed (each a `by_level` of one seed's records): each seed is one workload that both
+    ran, so the spread says how much of a gap a single run's timing moves (on a real engine,
+    iterations vary from run to run), and sem, the mean's standard error (None with one seed),
+    how far the mean itself may be from the gap more seeds would show."""
     out = {}
     for level in reference[0] if reference else ():
         gaps = [ref[level]["utility_pct_of_max"] - run[level]["utility_pct_of_max"] for ref, run in zip(reference, runs)
                 if ref.get(level, {}).get("utility_pct_of_max") is not None
                 and run.get(level, {}).get("utility_pct_of_max") is not None]
         if gaps:
-            out[level] = {"mean": round(float(np.mean(gaps)), 2), "min": round(min(gaps), 2),
-                          "max": round(max(gaps), 2), "seeds": len(gaps)}
+            sem = float(np.std(gaps, ddof=1) / np.sqrt(len(gaps))) if len(gaps) > 1 else None
+            out[level] = {"mean": round(float(np.mean(gaps)), 2), "sem": None if sem is None else round(sem, 2),
+                          "min": round(min(gaps), 2), "max": round(max(gaps), 2), "seeds": len(gaps)}
     return out
 
 

@@ -123,17 +123,24 @@ def recovery_lines(results: dict[str, dict]) -> list[str]:
 
 def paired_lines(results: dict[str, dict]) -> list[str]:
     """The reference run's utility % of max minus each other run's, seed by seed: a header,
-    then per run and level the mean gap and (smallest..largest) single seed's."""
+    then per run and level the mean gap, its standard error and (smallest..largest) single
+    seed's."""
     paired = {label: per["paired"] for label, per in results.items() if "paired" in per}
     if not paired:
         return []
     first = next(iter(paired.values()))
     seeds = max(g["seeds"] for level, g in first.items() if level != "reference")
-    lines = [f"{first['reference']} minus each run, utility % of max, mean of {seeds} seeds (smallest..largest):"]
+    lines = [f"{first['reference']} minus each run, utility % of max, mean of {seeds} seeds "
+             "± its standard error (smallest..largest):"]
     for label, gaps in paired.items():
-        lines.append(f"  {label:22s} " + "  ".join(f"{level} {g['mean']:+.1f} ({g['min']:+.1f}..{g['max']:+.1f})"
-                                                for level, g in gaps.items() if level != "reference"))
+        lines.append(f"  {label:22s} " + "  ".join(f"{level} {_gap(g)}" for level, g in gaps.items()
+                                                if level != "reference"))
     return lines
+
+
+def _gap(g: dict) -> str:
+    error = "" if g.get("sem") is None else f" ±{g['sem']:.1f}"
+    return f"{g['mean']:+.1f}{error} ({g['min']:+.1f}..{g['max']:+.1f})"
 
 
 def _median(values: list[float]) -> float | None:
