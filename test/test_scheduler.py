@@ -188,12 +188,12 @@ def _admission_engine():
                            0.0075 * batch + 0.001 * prefill)
 
 
-def _member(gid, e, deadline_s, in_engine, typical=20):
+def _member(gid, e, deadline_s, in_engine):
     from types import SimpleNamespace
 
     return SimpleNamespace(task_id=gid, request=None, entry=e, in_engine=in_engine,
                            replica=0 if in_engine else None, tokens=0, seg_tokens=0, expected_segment_tokens=20,
-                           typical_segment_tokens=typical, deadline_s=deadline_s, expected_remaining_tokens=20)
+                           typical_segment_tokens=20, deadline_s=deadline_s, expected_remaining_tokens=20)
 
 
 def _admits(running, newcomer, guard):
@@ -241,8 +241,7 @@ def test_timely_admission_prices_the_running_segment_at_its_typical_length():
     once, the paper's admission (priced at l_max) defers it."""
     relaxed = _member("new", entry("new", NORMAL, 0.0), deadline_s=1.0, in_engine=False)
     for typical, guard, admitted in ((2, True, True), (2, False, False), (20, True, False)):
-        running = _member("running", entry("running", NORMAL.resumed(), 0.2), deadline_s=0.2, in_engine=True,
-                          typical=typical)
+        running = _running("running", entry("running", NORMAL.resumed(), 0.2), deadline_s=0.2, typical=typical)
         assert _admits(running, relaxed, guard) == admitted, (typical, guard)
 
 
