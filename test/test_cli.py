@@ -180,3 +180,19 @@ def test_levels_keep_only_the_jobs_of_those_urgency_levels(capsys):
     assert {j.task_id for j in urgent.workload(0).jobs} == urgent_ids
     assert lrtrace_main(["compare", "wid1", "--duration", "30", "--levels", "critical", "--quiet", "--no-plots"]) != 0
     assert "unknown urgency levels ['critical']" in capsys.readouterr().err
+
+
+def test_repeated_live_runs_report_the_median_first_action_and_keep_each_run():
+    from llm_planner.commands.lrtrace_live import pooled_first_actions
+
+    one = {"idle_p50_s": 0.4, "load_p50_s": 0.5, "ratio": 1.25}
+    assert pooled_first_actions([one]) == one
+    runs = [one, {"idle_p50_s": 0.6, "load_p50_s": 0.9, "ratio": 1.5}, {"idle_p50_s": 0.5, "load_p50_s": 0.6, "ratio": 1.2}]
+    pooled = pooled_first_actions(runs)
+    assert (pooled["idle_p50_s"], pooled["load_p50_s"]) == (0.5, 0.6)
+    assert pooled["ratio"] == 1.2 and pooled["runs"] == runs
+
+
+def test_replay_refuses_fewer_than_one_repeat(capsys):
+    assert lrtrace_main(["replay", "live1", "--repeat", "0"]) == 2
+    assert "--repeat must be >= 1" in " ".join(capsys.readouterr().err.split())

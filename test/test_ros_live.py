@@ -2,6 +2,7 @@
 reading the recording back."""
 
 import json
+import re
 
 import pytest
 import ros_fixtures  # noqa: F401  (requires the built workspace)
@@ -60,3 +61,28 @@ def test_replay_of_one_level_sends_only_its_jobs(tmp_path):
     for job in urgent.jobs:  # the gaps of the whole workload, not closed up
         gap = published[job.task_id] - published[first.task_id]
         assert gap == pytest.approx(job.arrival_s - first.arrival_s, abs=0.3)
+
+
+def test_replay_repeats_rotate_the_policies_and_pair_their_runs(tmp_path, capsys):
+    """`--repeat 2`: each policy replayed twice, the second time starting one policy further on,
+    one recording per run, figures over both runs and each policy's gap to timely run by run."""
+    rec, out = tmp_path / "rep.mcap", tmp_path / "rep.json"
+    assert main(["replay", "live1", "--start-fleet", "--duration", "8", "--policies", "timely,vllm", "--repeat", "2",
+                 "--quiet", "--record", str(rec), "--json", str(out), "--grace", "60"]) == 0
+    printed = capsys.readouterr().out
+    assert re.findall(r"^(\S+ \(run \d/2\)): recorded", printed, re.M) == [
+        "timely (run 1/2)", "vllm (run 1/2)", "vllm (run 2/2)", "timely (run 2/2)"]
+    result = json.loads(out.read_text())
+    per_run = {}
+    for policy in ("timely", "vllm"):
+        for run in (1, 2):
+            report_json = tmp_path / f"{policy}-{run}.json"
+            assert main(["report", str(tmp_path / f"rep-{policy}-run{run}.mcap"), "--json", str(report_json)]) == 0
+            per_run[policy, run] = json.loads(report_json.read_text())["timely"]["all"]
+        assert result[policy]["all"]["tasks"] == per_run[policy, 1]["tasks"] + per_run[policy, 2]["tasks"] > 0
+    assert "paired" not in result["timely"]
+    paired = result["vllm"]["paired"]
+    gaps = [per_run["timely", run]["utility_pct_of_max"] - per_run["vllm", run]["utility_pct_of_max"] for run in (1, 2)]
+    assert paired["reference"] == "timely" and paired["all"]["seeds"] == 2
+    assert paired["all"]["mean"] == pytest.approx(sum(gaps) / 2, abs=0.01)
+    assert "timely minus each run, utility % of max, mean of 2 runs" in printed

@@ -254,6 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="with --engine vllm: a local Hugging Face model folder")
     p.add_argument("--max-batch", type=int)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="replay the workload N times per policy, each time starting one policy further on, and "
+                        "report the runs together with each policy's gap to timely (or the first policy), run by run "
+                        "(± its standard error): live figures move from run to run with the machine's speed")
     p.add_argument("--speed", type=float, default=1.0, help="arrival-time speed-up (2 = twice as fast)")
     p.add_argument("--pace-engine", metavar="PROFILE",
                    help="the engine profile the workload was written for: arrivals are spread by how much "

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 from llm_planner.commands.lrtrace_shared import console, planner_config, progress_bar, stdout, vllm_engine, write_json
 from llm_planner.lrtrace import report
-from llm_planner.lrtrace.compare import executed_plan_stats, only_levels, parse_levels, parse_policies, resolve_workload
+from llm_planner.lrtrace.compare import (
+    executed_plan_stats,
+    only_levels,
+    paired_gaps,
+    parse_levels,
+    parse_policies,
+    resolve_workload,
+    run_order,
+)
 from llm_planner.lrtrace.load import load_traces
 from llm_planner.lrtrace.metrics import by_label, by_level, recovery, task_differences, terminal_counts
 
@@ -26,12 +35,56 @@ def _pace(args, config, jobs: int, engine) -> tuple[float, float]:
     return args.speed / pace.slowdown, args.grace if args.grace is not None else pace.grace_s()
 
 
-def _record_path(args, name: str, policy: str, policies: list[str]) -> Path:
+def _record_path(args, name: str, policy: str, policies: list[str], repeat: int) -> Path:
+    """Where one run is recorded: one file per policy and, with --repeat, per repeat."""
+    run = f"-run{repeat + 1}" if args.repeat > 1 else ""
     if not args.record:
-        return Path("out") / (f"{name}-live.mcap" if len(policies) == 1 else f"{name}-{policy}-live.mcap")
-    if len(policies) == 1:
+        return Path("out") / (f"{name}-live{run}.mcap" if len(policies) == 1 else f"{name}-{policy}-live{run}.mcap")
+    if len(policies) == 1 and not run:
         return Path(args.record)
-    return Path(args.record).with_name(f"{Path(args.record).stem}-{policy}.mcap")
+    stem = Path(args.record).stem + (f"-{policy}" if len(policies) > 1 else "")
+    return Path(args.record).with_name(f"{stem}{run}.mcap")
+
+
+def pooled_first_actions(runs: list[dict]) -> dict:
+    """A policy's urgent first action under load against idle: one replay's, or over repeats
+    the median of the runs' p50s, their ratio, and each run's."""
+    if len(runs) == 1:
+        return runs[0]
+    idle = statistics.median(r["idle_p50_s"] for r in runs)
+    load = statistics.median(r["load_p50_s"] for r in runs)
+    return {"idle_p50_s": round(idle, 4), "load_p50_s": round(load, 4), "ratio": round(load / idle, 3), "runs": runs}
+
+
+def _print_run(out, name: str, run, records: list, record_path: Path, engine) -> None:
+    """One live run's lines: what it recorded, its urgent first action against the idle
+    planner's, and how fast the engine ran against its profile."""
+    out.print(f"{name}: recorded {run.messages} messages to {record_path}; tasks: {terminal_counts(records)}"
+              + ("" if run.complete else " - NOT all tasks ended within the grace time"))
+    if fa := run.first_actions:
+        out.print(f"{name}: urgent first action (task published -> first segment sent) p50 "
+                  f"{fa['load_p50_s']:.3f} s under load, {fa['idle_p50_s']:.3f} s for the "
+                  f"same tasks on the idle planner: {fa['ratio']:.2f}x")
+    if engine is not None and engine.stats.step_correction:
+        out.print(f"{name}: step predictions corrected by {engine.stats.step_correction.describe()}")
+
+
+def _pooled_results(runs: dict[str, list[list]], first_actions: dict[str, list[dict]], config,
+                    with_recovery: bool) -> dict[str, dict]:
+    """policy -> the metrics of all its runs' records (the keys of `compare --json`), with,
+    over several runs, its gap to the reference policy run by run."""
+    result = {}
+    for policy, policy_runs in runs.items():
+        records = [r for run_records in policy_runs for r in run_records]
+        result[policy] = by_level(records, runs=policy_runs) | {"plans": executed_plan_stats(records, config)}
+        if with_recovery:
+            result[policy]["recovery"] = recovery(records)
+        if first_actions[policy]:
+            result[policy]["urgent_first_action"] = pooled_first_actions(first_actions[policy])
+    if len(next(iter(runs.values()))) > 1:
+        for policy, paired in paired_gaps(runs).items():
+            result[policy]["paired"] = paired
+    return result
 
 
 def cmd_replay(args) -> int:
@@ -40,6 +93,8 @@ def cmd_replay(args) -> int:
     from llm_planner.ros.live_replay import replay_live
     from llm_planner.ros.replay import first_sent_after_arrival, records_from_recording
 
+    if args.repeat < 1:
+        raise ValueError("--repeat must be >= 1")
     config = planner_config(args)
     policies = parse_policies(args.policies or args.policy or config.policy)
     source = resolve_workload(args.workload, args.traces, config, args.duration)
@@ -55,41 +110,43 @@ def cmd_replay(args) -> int:
     console.print(f"grace for the last tasks: {grace_s:.0f} s")
     out = stdout()
     result, complete = {}, True
-    for policy in policies:
-        run_config = config.model_copy(update={"policy": policy})
-        record_path = _record_path(args, source.name, policy, policies)
-        with progress_bar(args.quiet) as progress:
-            bar = progress.add_task(f"{source.name} live ({policy})", total=len(workload.jobs), status="")
-            run = replay_live(run_config, source.name, workload, source.traces, record_path,
-                              start_fleet=args.start_fleet, seed=args.seed, fail_rates=args.fail_rate,
-                              speed=speed, grace_s=grace_s,
-                              idle_check=args.idle_check, engine=engine, say=console.print,
-                              tick=lambda done, sent: progress.update(bar, completed=done,
-                                                                      status=f"{sent} published, {done} finished"))
-        complete &= run.complete
-        records = records_from_recording(record_path, run_config, source.traces)
-        result[policy] = by_level(records) | {"plans": executed_plan_stats(records, config)}
-        if args.fail_rate:
-            result[policy]["recovery"] = recovery(records)
-            out.print(*report.recovery_lines({policy: result[policy]}))
-        out.print(f"{policy}: recorded {run.messages} messages to {record_path}; tasks: {terminal_counts(records)}"
-                  + ("" if run.complete else " - NOT all tasks ended within the grace time"))
-        if run.first_actions:
-            result[policy]["urgent_first_action"] = fa = run.first_actions
-            out.print(f"{policy}: urgent first action (task published -> first segment sent) p50 "
-                      f"{fa['load_p50_s']:.3f} s under load, {fa['idle_p50_s']:.3f} s for the "
-                      f"same tasks on the idle planner: {fa['ratio']:.2f}x")
-        if engine is not None and engine.stats.step_correction:  # how fast the engine ran against its profile
-            out.print(f"{policy}: step predictions corrected by {engine.stats.step_correction.describe()}")
-        if args.compare_sim:  # a real engine is reused on a virtual clock
-            sim = simulate(workload, source.traces, policy, run_config, args.seed, engine=engine, warm_up=True,
-                           fail_rates=args.fail_rate)
-            result[f"{policy} (sim)"] = by_level(sim.records)
-            out.print(live_vs_sim_table(result[policy], result[f"{policy} (sim)"], policy))
-            differences = task_differences(records, sim.records, first_sent_after_arrival(record_path))
-            out.print(report.differences_table(differences, f"largest live - simulated response ({policy})"))
+    runs: dict[str, list[list]] = {policy: [] for policy in policies}  # each repeat's records
+    first_actions: dict[str, list[dict]] = {policy: [] for policy in policies}
+    for repeat in range(args.repeat):
+        for policy in run_order(policies, repeat):  # no policy always runs first
+            name = policy if args.repeat == 1 else f"{policy} (run {repeat + 1}/{args.repeat})"
+            run_config = config.model_copy(update={"policy": policy})
+            record_path = _record_path(args, source.name, policy, policies, repeat)
+            with progress_bar(args.quiet) as progress:
+                bar = progress.add_task(f"{source.name} live ({name})", total=len(workload.jobs), status="")
+                run = replay_live(run_config, source.name, workload, source.traces, record_path,
+                                  start_fleet=args.start_fleet, seed=args.seed, fail_rates=args.fail_rate,
+                                  speed=speed, grace_s=grace_s,
+                                  idle_check=args.idle_check, engine=engine, say=console.print,
+                                  tick=lambda done, sent: progress.update(bar, completed=done,
+                                                                          status=f"{sent} published, {done} finished"))
+            complete &= run.complete
+            records = records_from_recording(record_path, run_config, source.traces)
+            runs[policy].append(records)
+            if run.first_actions:
+                first_actions[policy].append(run.first_actions)
+            _print_run(out, name, run, records, record_path, engine)
+            if args.compare_sim and repeat == 0:  # a real engine is reused on a virtual clock
+                sim = simulate(workload, source.traces, policy, run_config, args.seed, engine=engine, warm_up=True,
+                               fail_rates=args.fail_rate)
+                result[f"{policy} (sim)"] = by_level(sim.records)
+                out.print(live_vs_sim_table(by_level(records), result[f"{policy} (sim)"], policy))
+                differences = task_differences(records, sim.records, first_sent_after_arrival(record_path))
+                out.print(report.differences_table(differences, f"largest live - simulated response ({policy})"))
+    result |= _pooled_results(runs, first_actions, config, bool(args.fail_rate))
+    if args.fail_rate:
+        out.print(*report.recovery_lines(result))
     engine_name = f"vLLM {engine.model_dir}" if engine is not None else f"sim engine {config.engine_profile}"
-    report.print_tables({p: result[p] for p in policies}, f"{source.name} live over ROS 2 ({engine_name})", out)
+    report.print_tables({p: result[p] for p in policies},
+                        f"{source.name} live over ROS 2 ({engine_name})"
+                        + (f", {args.repeat} runs each" if args.repeat > 1 else ""), out)
+    for line in report.paired_lines(result, over="runs"):
+        out.print(line)
     write_json(args.json, result, out)  # the keys of `compare --json`; with --compare-sim also "<policy> (sim)"
     return 0 if complete else 1
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 from llm_planner.catalog.skills import load_skill_set
 from llm_planner.catalog.tokenizer import load_tokenizer
+from llm_planner.domain.tasks import TaskRecord
 from llm_planner.engine import Engine
 from llm_planner.engine.factory import ReplicaPool
 from llm_planner.lrtrace.composer import compose_preset, list_presets, load_preset, mean_exec_times, preset_traces
@@ -31,6 +32,8 @@ from llm_planner.sched.queues import POLICIES
 from llm_planner.settings.config import PlannerConfig
 
 PAIRED_REFERENCE = "timely"  # the run the others are paired with, seed by seed
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -218,9 +221,10 @@ def variants(policies: list[str], config: PlannerConfig, ablation: bool, replica
     return runs
 
 
-def run_order(runs_of: list[Variant], seed: int) -> list[Variant]:
-    """The order of one seed's runs: rotated by the seed, so that over the seeds each variant
-    takes each place (an engine's timing can drift with its place in a sequence of runs)."""
+def run_order(runs_of: list[T], seed: int) -> list[T]:
+    """The order of one seed's runs (or one repeat's, live): rotated by the seed, so that over
+    the seeds each variant takes each place (an engine's timing can drift with its place in a
+    sequence of runs)."""
     first = seed % len(runs_of) if runs_of else 0
     return runs_of[first:] + runs_of[:first]
 
@@ -272,16 +276,26 @@ def compare(source: WorkloadSource, runs_of: list[Variant], config: PlannerConfi
 
 
 def add_paired_differences(comparison: Comparison, config: PlannerConfig) -> None:
-    """Each run's gap to the reference run (`timely` if it ran, else the first), seed by seed
-    (results[label]["paired"])."""
-    labels = list(comparison.runs)
-    reference = PAIRED_REFERENCE if PAIRED_REFERENCE in labels else labels[0]
-    units = planned_units(comparison.records(reference), config)  # every run has the same tasks
-    per_seed = {label: [by_level(run.records, units) for run in comparison.runs[label]] for label in labels}
-    for label in labels:
-        if label != reference:
-            comparison.results[label]["paired"] = {"reference": reference,
-                                                   **paired_differences(per_seed[label], per_seed[reference])}
+    """Each run's gap to the reference run, seed by seed (results[label]["paired"])."""
+    runs = {label: [run.records for run in sims] for label, sims in comparison.runs.items()}
+    units = planned_units(comparison.records(paired_reference(list(runs))), config)  # every run has the same tasks
+    for label, paired in paired_gaps(runs, units).items():
+        comparison.results[label]["paired"] = paired
+
+
+def paired_reference(labels: list[str]) -> str:
+    """The run the others are paired with: `timely` if it ran, else the first."""
+    return PAIRED_REFERENCE if PAIRED_REFERENCE in labels else labels[0]
+
+
+def paired_gaps(runs: dict[str, list[list[TaskRecord]]], units: dict[str, int] | None = None) -> dict[str, dict]:
+    """label -> its gap to the reference run (`paired_differences` and the reference's label),
+    pairing the i-th records of each label: the same seed's workload in `compare`, the same
+    repeat in a live replay. `units`: planned units per task (see `by_level`)."""
+    reference = paired_reference(list(runs))
+    per_run = {label: [by_level(records, units) for records in label_runs] for label, label_runs in runs.items()}
+    return {label: {"reference": reference, **paired_differences(per_run[label], per_run[reference])}
+            for label in runs if label != reference}
 
 
 def recorded_plan_stats(traces: TraceSet, workload: Workload, config: PlannerConfig) -> dict | None:

@@ -121,16 +121,16 @@ def recovery_lines(results: dict[str, dict]) -> list[str]:
     return lines
 
 
-def paired_lines(results: dict[str, dict]) -> list[str]:
-    """The reference run's utility % of max minus each other run's, seed by seed: a header,
-    then per run and level the mean gap, its standard error and (smallest..largest) single
-    seed's."""
+def paired_lines(results: dict[str, dict], over: str = "seeds") -> list[str]:
+    """The reference run's utility % of max minus each other run's, seed by seed (`over`:
+    what pairs them, "runs" for a live replay's repeats): a header, then per run and level the
+    mean gap, its standard error and (smallest..largest) single seed's."""
     paired = {label: per["paired"] for label, per in results.items() if "paired" in per}
     if not paired:
         return []
     first = next(iter(paired.values()))
     seeds = max(g["seeds"] for level, g in first.items() if level != "reference")
-    lines = [f"{first['reference']} minus each run, utility % of max, mean of {seeds} seeds "
+    lines = [f"{first['reference']} minus each run, utility % of max, mean of {seeds} {over} "
              "± its standard error (smallest..largest):"]
     for label, gaps in paired.items():
         lines.append(f"  {label:22s} " + "  ".join(f"{level} {_gap(g)}" for level, g in gaps.items()
