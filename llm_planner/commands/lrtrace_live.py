@@ -114,11 +114,13 @@ def cmd_replay(args) -> int:
     first_actions: dict[str, list[dict]] = {policy: [] for policy in policies}
     for repeat in range(args.repeat):
         for policy in run_order(policies, repeat):  # no policy always runs first
-            name = policy if args.repeat == 1 else f"{policy} (run {repeat + 1}/{args.repeat})"
+            of_runs = "" if args.repeat == 1 else f"run {repeat + 1}/{args.repeat}"
+            name = f"{policy} ({of_runs})" if of_runs else policy
             run_config = config.model_copy(update={"policy": policy})
             record_path = _record_path(args, source.name, policy, policies, repeat)
             with progress_bar(args.quiet) as progress:
-                bar = progress.add_task(f"{source.name} live ({name})", total=len(workload.jobs), status="")
+                label = f"{source.name} live ({policy}, {of_runs})" if of_runs else f"{source.name} live ({policy})"
+                bar = progress.add_task(label, total=len(workload.jobs), status="")
                 run = replay_live(run_config, source.name, workload, source.traces, record_path,
                                   start_fleet=args.start_fleet, seed=args.seed, fail_rates=args.fail_rate,
                                   speed=speed, grace_s=grace_s,

@@ -1,0 +1,50 @@
+"""How long a live planner takes to queue a task it was sent, and to send its first segment.
+
+Reads recordings of `lrtrace replay` (MCAP) and prints, per recording, the time from a task's
+publication to its QUEUED status (the planner stamps a task's arrival when the message comes
+in, but queues it between two engine iterations, so this is about what is left of the
+iteration in flight), p50 and largest, for all tasks and for the urgent ones, and then each
+urgent task's publication -> QUEUED and publication -> first segment sent (EXECUTING).
+
+Usage: . scripts/env.sh && python scripts/investigations/intake_delay.py out/contended-timely.mcap ..."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+from llm_planner.domain.tasks import TaskState
+from llm_planner.ros.replay import read_recording
+
+
+def _first(statuses: list, state: TaskState) -> dict[str, float]:
+    first: dict[str, float] = {}
+    for t, msg in statuses:
+        if msg.state == state:
+            first.setdefault(msg.task_id, t)
+    return first
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("recordings", nargs="+")
+    args = parser.parse_args()
+    for path in args.recordings:
+        tasks, statuses = read_recording(path)
+        published = {msg.task_id: t for t, msg in tasks}
+        urgent = {msg.task_id for _, msg in tasks if msg.urgency > 0}
+        queued, sent = _first(statuses, TaskState.QUEUED), _first(statuses, TaskState.EXECUTING)
+        delay = {task: queued[task] - published[task] for task in queued if task in published}
+        print(path)
+        for name, ids in (("all", list(delay)), ("urgent", [t for t in delay if t in urgent])):
+            if ids:
+                values = [delay[t] for t in ids]
+                print(f"  published -> queued, {name} ({len(ids)}): p50 {statistics.median(values) * 1000:.0f} ms, "
+                      f"largest {max(values) * 1000:.0f} ms")
+        for task in sorted(urgent & set(delay), key=published.get):
+            first = f"{(sent[task] - published[task]) * 1000:.0f} ms" if task in sent else "never"
+            print(f"    {task}: queued after {delay[task] * 1000:.0f} ms, first segment sent after {first}")
+
+
+if __name__ == "__main__":
+    main()
