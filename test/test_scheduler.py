@@ -234,6 +234,26 @@ def test_timely_admits_a_newcomer_that_loses_more_by_waiting_than_it_costs_the_r
     assert not _admits(running, relaxed, guard=True)
 
 
+def test_timely_admission_weighs_every_queued_generation_a_deferral_holds_back():
+    """A running normal segment due at 0.3 s loses 0.1 of its utility with a newcomer (as
+    above). Each newcomer due 0.475 s from now finishes at 0.35 s if admitted and 0.025 s late
+    after waiting 0.15 s for the running segment: 0.05 lost. One such newcomer alone is
+    deferred; with three queued, a deferral would cost them 0.15 together, and `timely` admits."""
+    from llm_planner.sched.batch import BatchController
+    from llm_planner.settings.config import BatchConfig
+
+    running = _member("running", entry("running", NORMAL.resumed(), 0.3), deadline_s=0.3, in_engine=True)
+    for queued, admitted in ((1, False), (3, True)):
+        controller = BatchController(BatchConfig(), _admission_engine(), latency_guided=True, preemptive=True,
+                                     guard_by_importance=True)
+        queue, gens = PudQueue(), {"running": running}
+        for i in range(queued):
+            gens[f"new{i}"] = _member(f"new{i}", entry(f"new{i}", NORMAL, -0.525), deadline_s=0.475, in_engine=False)
+            queue.push(gens[f"new{i}"].entry)
+        selection = controller.select(queue, [running], gens, now=0.0)
+        assert bool(selection.admitted) == admitted, queued
+
+
 def test_timely_admission_prices_the_running_segment_at_its_typical_length():
     """A running normal segment due at 0.2 s is expected at 20 tokens (l_max): alone it ends
     at 0.15 s, with a newcomer at 0.35 s, late. Its skill set's segments take 2 tokens, which

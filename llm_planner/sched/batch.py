@@ -8,8 +8,9 @@
   generation never overtakes a higher-priority one. `timely` protects only the running
   generations at least as important as the newcomer (TUF beta): an urgent task is not held
   back for a normal one's deadline; and it holds a newcomer back only if the utility those
-  generations would lose is more than what the newcomer loses by waiting for them, each
-  segment priced at its typical length;
+  generations would lose is more than what waiting for them costs the newcomer and every
+  queued generation behind it (a deferral holds them all back), each segment priced at its
+  typical length;
 - preemption (suspending policies): with a full batch, a better queued generation replaces
   the lowest-priority running one, which keeps its context and waits in the queue (`timely`:
   never a more important one that would lose utility by waiting, its segment priced at its
@@ -124,7 +125,7 @@ class BatchController:
             base_context = context - (self.engine.context_tokens(victim.task_id) if victim else 0)
             if self.latency_guided and not self._keeps_deadlines(
                     base, base_context + new_context, prefill_total + prefill, resumes + int(resume), now,
-                    gen, entry):
+                    entry, lambda: [(gens[e.gen_id], e) for e in queue.waiting()]):
                 self.deferred += 1
                 break
             if victim is not None:
@@ -260,16 +261,18 @@ class BatchController:
         return entry.tuf.utility(delayed - entry.ref_s) < entry.tuf.utility(finish - entry.ref_s)
 
     def _keeps_deadlines(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
-                         now: float, newcomer: BatchMember, entry: QueueEntry) -> bool:
+                         now: float, entry: QueueEntry,
+                         queued: Callable[[], list[tuple[BatchMember, QueueEntry]]]) -> bool:
         """False if admitting a newcomer (scheduling entry `entry`) would make a running
         generation miss a deadline it would otherwise meet (one that misses anyway does not
         block admissions). With `guard_by_importance`, neither does one less important than the
         newcomer, and the newcomer is held back only if what those it would make late lose is
-        more than what it loses by waiting for their segments: where an iteration costs nearly
-        the same at any batch size (a CPU), a deferral costs the newcomer far more than its
-        company costs the others. Both sides are priced at their typical lengths, as the
-        preemption guard prices them: at l_max, a running segment a token or two from its end
-        looks at risk, and the newcomer waits for nothing."""
+        more than what waiting for their segments costs the `queued` generations (the
+        newcomer and every one behind it: a deferral holds them all back): where an iteration
+        costs nearly the same at any batch size (a CPU), a deferral costs them far more than
+        the newcomer's company costs the others. Both sides are priced at their typical
+        lengths, as the preemption guard prices them: at l_max, a running segment a token or
+        two from its end looks at risk, and the newcomer waits for nothing."""
         step_now = self.engine.predict_step_s(len(batch), context)
         step = self.engine.predict_step_s(len(batch) + 1, context)
         first = self.engine.predict_step_s(len(batch) + 1, context, prefill, resumes)
@@ -288,5 +291,9 @@ class BatchController:
                 wait = max(wait, alone)
         if loss <= 0.0:
             return True
-        own = first + (self._typical_remaining_tokens(newcomer) - 1) * step
-        return entry.tuf.utility(now + own - entry.ref_s) - entry.tuf.utility(now + wait + own - entry.ref_s) >= loss
+        held_back = 0.0
+        for gen, queued_entry in queued():
+            tuf, ref = queued_entry.tuf, queued_entry.ref_s
+            own = first + (self._typical_remaining_tokens(gen) - 1) * step
+            held_back += tuf.utility(now + own - ref) - tuf.utility(now + wait + own - ref)
+        return held_back >= loss

@@ -86,6 +86,10 @@ class ReadyQueue(ABC):
     def get(self, gen_id: str) -> QueueEntry | None:
         return self._entries.get(gen_id)
 
+    def waiting(self) -> list[QueueEntry]:
+        """Every entry, in no particular order."""
+        return list(self._entries.values())
+
     def push(self, entry: QueueEntry) -> None:
         if entry.gen_id in self._entries:
             self.remove(entry.gen_id)
@@ -141,6 +145,9 @@ class QueueShare:
 
     def best(self, now_s: float) -> QueueEntry | None:
         return self._entries[0] if self._entries else None
+
+    def waiting(self) -> list[QueueEntry]:
+        return list(self._entries)
 
     def priority(self, entry: QueueEntry, now_s: float) -> float:
         return self._queue.priority(entry, now_s)
