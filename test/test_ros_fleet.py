@@ -307,6 +307,37 @@ def test_a_plans_next_waiting_segment_follows_without_a_gap(fleet):
         client.destroy()
 
 
+def test_an_empty_last_segment_ends_the_plan_and_the_robot_goes_on_at_once(fleet):
+    """A plan whose end came after its last segment was sent ends with an empty last segment:
+    the robot accepts it, and its next task starts without the hold for the ended plan's next
+    segment."""
+    from llm_planner_interfaces.action import ExecuteSegment
+    from rclpy.action import ActionClient
+
+    from llm_planner.dispatch.robot_queue import TASK_HOLD_S
+
+    client = ActionClient(fleet.client, ExecuteSegment, "/drone2/execute_segment")
+
+    def send(task_id, index, calls, last):
+        sent = client.send_goal_async(ExecuteSegment.Goal(task_id=task_id, segment_index=index, text=";".join(calls),
+                                                          calls=calls, last=last))
+        assert wait_until(sent.done, 10) and sent.result().accepted
+        return sent.result().get_result_async()
+
+    try:
+        assert client.wait_for_server(timeout_sec=10)
+        segment = send("ends-late", 0, ["tc(30)"], last=False)
+        end = send("ends-late", 1, [], last=True)
+        assert wait_until(lambda: segment.done() and end.done(), 10)
+        assert segment.result().result.success and end.result().result.success
+        started = time.monotonic()
+        following = send("after-it", 0, ["tc(30)"], last=True)
+        assert wait_until(following.done, TASK_HOLD_S / 2) and following.result().result.success
+        assert time.monotonic() - started < TASK_HOLD_S / 2
+    finally:
+        client.destroy()
+
+
 def _losing_results(fleet, robot_id: str, task_id: str, lost) -> None:
     """Make `robot_id`'s link lose the result answers of `task_id` that `lost(entry, asked_s)`
     picks, as a lost service response would (the others go through)."""

@@ -473,6 +473,38 @@ def test_a_robot_moves_on_when_its_task_goes_quiet():
     assert reports.started[-1] == ("b", 0, 1.0 + TASK_HOLD_S)
 
 
+def ends_with_eos(profile, tokenizer, clock):
+    """A SimEngine whose plans end as a model's do: the last text token, then one more step
+    with the end-of-sequence token, which adds no text."""
+    import dataclasses
+
+    from llm_planner.engine import SimEngine
+    from llm_planner.engine.base import TokenOutput
+
+    class EndsWithEos(SimEngine):
+        def step(self):
+            result = super().step()
+            return dataclasses.replace(result, outputs=[
+                TokenOutput(o.gen_id, o.text, o.finished and not o.text, o.truncated) for o in result.outputs])
+
+    return EndsWithEos(profile, tokenizer, clock)
+
+
+@pytest.mark.parametrize("policy", ["timely", "vllm-stream", "timelyllm-paper"])
+def test_a_plan_that_ends_after_its_last_segment_frees_its_robot_at_once(config, tokenizer, policy):
+    """The end-of-sequence step comes after the plan's last segment was sent: an empty last
+    segment tells the robot that the plan has ended, and the robot's next task starts as soon
+    as it is sent (not after the robot's hold for the first task's next segment)."""
+    planner, _ = run_planner(config, tokenizer, [request("a")], policy=policy, engine_class=ends_with_eos,
+                             then=[request("b")])
+    first, second = planner.records["a"], planner.records["b"]
+    assert first.state == second.state == TaskState.SUCCEEDED
+    assert first.plan == "mf(50);tp();" and "".join(s.text for s in first.segments) == first.plan
+    assert first.segments[-1].last and [s.last for s in first.segments].count(True) == 1
+    assert second.segments[0].dispatched_s > first.finished_s
+    assert second.segments[0].started_s == second.segments[0].dispatched_s
+
+
 def test_shrinking_the_batch_speeds_up_an_urgent_first_segment(config, tokenizer, traces):
     """An urgent task joins 30 running plans: `timely` suspends the generations that can wait
     for it at no loss, so its first segment decodes at a smaller batch than without shrinking."""

@@ -511,6 +511,8 @@ class Planner:
                 tail = gen.segmenter.flush()
                 if tail is not None:
                     segments.append(tail)
+                elif not segments:  # ended by the end-of-sequence token: the robot must still learn it
+                    segments.append(gen.segmenter.end_of_plan())
             else:
                 segments = [Segment(0, record.plan, gen.skill_set.find_calls(record.plan))]
         if any(segment.calls for segment in segments):

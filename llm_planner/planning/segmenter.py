@@ -96,6 +96,13 @@ class Segmenter:
             return None
         return self._emit(tail, self.skill_set.find_calls(tail))
 
+    def end_of_plan(self) -> Segment:
+        """An empty last segment, for a plan that ended after its last segment was sent (an
+        engine's end-of-sequence token, which adds no text): its dispatch is what tells the
+        robot that the plan has ended (dispatch/robot_queue.py), so it goes on to its next task
+        at once."""
+        return self._emit("", [])
+
 
 class MiniSpecSegmenter(Segmenter):
     def __init__(self, skill_set: SkillSet) -> None:

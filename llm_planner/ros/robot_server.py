@@ -109,7 +109,8 @@ class RobotServer(Node):
         self.hops.mark(goal.task_id, goal.segment_index, "taken")
 
     def _on_goal(self, goal: ExecuteSegment.Goal) -> GoalResponse:
-        return GoalResponse.ACCEPT if goal.task_id and goal.text else GoalResponse.REJECT
+        # A plan's last segment may hold nothing: it tells the robot that the plan has ended.
+        return GoalResponse.ACCEPT if goal.task_id and (goal.text or goal.last) else GoalResponse.REJECT
 
     def _on_cancel(self, goal_handle) -> CancelResponse:
         with self._cond:

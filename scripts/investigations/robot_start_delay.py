@@ -1,0 +1,46 @@
+"""How long after its first segment was sent each task's robot started it, from recordings of
+`lrtrace replay` (MCAP): the task's response time (in its final status) less the time from
+QUEUED to its first segment sent (EXECUTING). Prints the tasks that waited `--least` seconds
+or more, with their robot: a robot busy with an earlier plan, or one held for it.
+
+Usage: . scripts/env.sh && python scripts/investigations/robot_start_delay.py out/contended-repeat3-timely-run1.mcap ..."""
+
+from __future__ import annotations
+
+import argparse
+
+from llm_planner.domain.tasks import TaskState
+from llm_planner.ros.replay import read_recording
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("recordings", nargs="+")
+    parser.add_argument("--least", type=float, default=0.2, help="list tasks whose robot started this late")
+    args = parser.parse_args()
+    for path in args.recordings:
+        tasks, statuses = read_recording(path)
+        published = {msg.task_id: t for t, msg in tasks}
+        robot = {msg.task_id: msg.robot_id for _, msg in tasks}
+        start = min(published.values(), default=0.0)
+        queued: dict[str, float] = {}
+        sent: dict[str, float] = {}
+        response: dict[str, float] = {}
+        for t, msg in statuses:
+            if msg.state == TaskState.QUEUED:
+                queued.setdefault(msg.task_id, t)
+            elif msg.state == TaskState.EXECUTING:
+                sent.setdefault(msg.task_id, t)
+            elif msg.state == TaskState.SUCCEEDED:
+                response[msg.task_id] = msg.response_time_s
+        print(path)
+        for task in sorted(set(sent) & set(response) & set(queued), key=published.get):
+            to_send = sent[task] - queued[task]
+            late = response[task] - to_send
+            if late >= args.least:
+                print(f"  {task} ({robot[task]}): published at {published[task] - start:.2f} s, sent after "
+                      f"{to_send:.2f} s, started {late:.2f} s after that")
+
+
+if __name__ == "__main__":
+    main()
