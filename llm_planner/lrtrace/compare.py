@@ -259,28 +259,22 @@ def compare(source: WorkloadSource, runs_of: list[Variant], config: PlannerConfi
             if advance is not None:
                 advance()
     comparison = Comparison(source.name, runs, {})
+    # Every run has the same tasks and recorded plans, so one count of planned units serves all.
+    units = planned_units([r for label in runs for r in comparison.records(label)], config)
     for label in runs:
         records = comparison.records(label)
-        comparison.results[label] = by_level(records, planned_units(records, config),
-                                             [run.records for run in runs[label]])
-    for label in runs:
-        comparison.results[label]["plans"] = executed_plan_stats(comparison.records(label), config)
+        comparison.results[label] = by_level(records, units, [run.records for run in runs[label]])
+        comparison.results[label]["plans"] = executed_plan_stats(records, config)
         if fail_rates:
-            comparison.results[label]["recovery"] = recovery(comparison.records(label))
+            comparison.results[label]["recovery"] = recovery(records)
     if seeds > 1:
-        add_paired_differences(comparison, config)
+        for label, paired in paired_gaps({label: [run.records for run in sims] for label, sims in runs.items()},
+                                         units).items():
+            comparison.results[label]["paired"] = paired
     recorded = recorded_plan_stats(source.traces, source.workload(0), config)
     if recorded is not None:
         comparison.results.setdefault("recorded traces", {})["plans"] = recorded
     return comparison
-
-
-def add_paired_differences(comparison: Comparison, config: PlannerConfig) -> None:
-    """Each run's gap to the reference run, seed by seed (results[label]["paired"])."""
-    runs = {label: [run.records for run in sims] for label, sims in comparison.runs.items()}
-    units = planned_units(comparison.records(paired_reference(list(runs))), config)  # every run has the same tasks
-    for label, paired in paired_gaps(runs, units).items():
-        comparison.results[label]["paired"] = paired
 
 
 def paired_reference(labels: list[str]) -> str:

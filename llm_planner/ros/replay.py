@@ -99,18 +99,22 @@ def read_recording(path: str | Path) -> tuple[list, list]:
     return tasks, statuses
 
 
+def first_in_state(statuses: list, state: TaskState) -> dict[str, float]:
+    """Per task: the time of its first recorded status in `state`."""
+    first: dict[str, float] = {}
+    for t, msg in statuses:
+        if msg.state == state:
+            first.setdefault(msg.task_id, t)
+    return first
+
+
 def first_sent_after_arrival(path: str | Path) -> dict[str, float]:
     """Per task in a recording: its first segment sent to the robot (EXECUTING), seconds after
     it was queued."""
     _, statuses = read_recording(path)
-    queued: dict[str, float] = {}
-    sent: dict[str, float] = {}
-    for t, msg in statuses:
-        if msg.state == TaskState.QUEUED:
-            queued.setdefault(msg.task_id, t)
-        elif msg.state == TaskState.EXECUTING and msg.task_id in queued:
-            sent.setdefault(msg.task_id, t - queued[msg.task_id])
-    return sent
+    queued = first_in_state(statuses, TaskState.QUEUED)
+    sent = first_in_state(statuses, TaskState.EXECUTING)
+    return {task: t - queued[task] for task, t in sent.items() if task in queued}
 
 
 def records_from_recording(path: str | Path, config: PlannerConfig, traces: TraceSet | None = None) -> list[TaskRecord]:

@@ -16,15 +16,7 @@ import argparse
 import statistics
 
 from llm_planner.domain.tasks import TaskState
-from llm_planner.ros.replay import read_recording
-
-
-def _first(statuses: list, state: TaskState) -> dict[str, float]:
-    first: dict[str, float] = {}
-    for t, msg in statuses:
-        if msg.state == state:
-            first.setdefault(msg.task_id, t)
-    return first
+from llm_planner.ros.replay import first_in_state, read_recording
 
 
 def main() -> None:
@@ -36,8 +28,8 @@ def main() -> None:
         tasks, statuses = read_recording(path)
         published = {msg.task_id: t for t, msg in tasks}
         urgent = {msg.task_id for _, msg in tasks if msg.urgency > 0}
-        queued, sent = _first(statuses, TaskState.QUEUED), _first(statuses, TaskState.EXECUTING)
-        admitted = _first(statuses, TaskState.GENERATING)
+        queued, sent = first_in_state(statuses, TaskState.QUEUED), first_in_state(statuses, TaskState.EXECUTING)
+        admitted = first_in_state(statuses, TaskState.GENERATING)
         delay = {task: queued[task] - published[task] for task in queued if task in published}
         start = min(published.values(), default=0.0)
         print(path)

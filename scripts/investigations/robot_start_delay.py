@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from llm_planner.domain.tasks import TaskState
-from llm_planner.ros.replay import read_recording
+from llm_planner.ros.replay import first_in_state, read_recording
 
 
 def main() -> None:
@@ -23,16 +23,8 @@ def main() -> None:
         published = {msg.task_id: t for t, msg in tasks}
         robot = {msg.task_id: msg.robot_id for _, msg in tasks}
         start = min(published.values(), default=0.0)
-        queued: dict[str, float] = {}
-        sent: dict[str, float] = {}
-        response: dict[str, float] = {}
-        for t, msg in statuses:
-            if msg.state == TaskState.QUEUED:
-                queued.setdefault(msg.task_id, t)
-            elif msg.state == TaskState.EXECUTING:
-                sent.setdefault(msg.task_id, t)
-            elif msg.state == TaskState.SUCCEEDED:
-                response[msg.task_id] = msg.response_time_s
+        queued, sent = first_in_state(statuses, TaskState.QUEUED), first_in_state(statuses, TaskState.EXECUTING)
+        response = {msg.task_id: msg.response_time_s for _, msg in statuses if msg.state == TaskState.SUCCEEDED}
         print(path)
         for task in sorted(set(sent) & set(response) & set(queued), key=published.get):
             to_send = sent[task] - queued[task]
