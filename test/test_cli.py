@@ -196,3 +196,19 @@ def test_repeated_live_runs_report_the_median_first_action_and_keep_each_run():
 def test_replay_refuses_fewer_than_one_repeat(capsys):
     assert lrtrace_main(["replay", "live1", "--repeat", "0"]) == 2
     assert "--repeat must be >= 1" in " ".join(capsys.readouterr().err.split())
+
+
+def test_the_engine_line_counts_the_admissions_a_policy_deferred():
+    """The real engine's line per policy says how often the batch controller held an admission
+    back (summed over seeds), and says nothing of deferrals where there were none."""
+    from llm_planner.engine.vllm_engine import VllmStats
+    from llm_planner.lrtrace.compare import engine_stats_lines
+    from llm_planner.lrtrace.simulate import SimulationResult
+
+    def run(deferred: int) -> SimulationResult:
+        return SimulationResult("timely", 0, "w", [], VllmStats(steps=10, generated_tokens=20), 1.0, 1.0, 0, deferred)
+
+    timely, stream = engine_stats_lines({"timely": [run(3), run(4)], "vllm-stream": [run(0), run(0)]})
+    assert timely.startswith("timely") and "; 7 admissions deferred" in timely
+    assert "40 tokens in 20 steps" in timely
+    assert "deferred" not in stream

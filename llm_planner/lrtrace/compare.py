@@ -303,8 +303,8 @@ def recorded_plan_stats(traces: TraceSet, workload: Workload, config: PlannerCon
 
 
 def engine_stats_lines(runs: dict[str, list[SimulationResult]]) -> list[str]:
-    """What a real engine did in each run: generated tokens, prefix-cache use, resumes, and
-    generations moved between replicas."""
+    """What a real engine did in each run: generated tokens, prefix-cache use, resumes,
+    admissions deferred by the batch controller, and generations moved between replicas."""
     lines = []
     for label, sims in runs.items():
         stats = [s.engine_stats for s in sims]
@@ -315,6 +315,8 @@ def engine_stats_lines(runs: dict[str, list[SimulationResult]]) -> list[str]:
                      f"{sum(s.steps for s in stats)} steps ({sum(s.busy_s for s in stats):.1f} s busy); prefix cache "
                      f"{cached}/{prompt} prompt tokens"
                      + (f"; {resumes} resumes, {r_cached}/{r_prompt} of their prompt tokens cached" if resumes else "")
+                     + (f"; {deferred} admissions deferred" if (deferred := sum(s.deferred_admissions for s in sims))
+                        else "")
                      + (f"; {moved} moved to another replica" if (moved := sum(s.moved_in for s in stats)) else "")
                      + (f"; step predictions corrected by {stats[-1].step_correction.describe()}"
                         if stats and stats[-1].step_correction else ""))
