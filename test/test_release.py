@@ -1,5 +1,7 @@
 """The hold/stream decision (dispatch/release.py): when generated segments go to the robot."""
 
+import dataclasses
+
 import pytest
 
 from llm_planner.dispatch.release import Outlook, best_hold, release_utility
@@ -117,3 +119,9 @@ def test_a_robot_that_has_not_reported_its_end_is_not_expected_free_yet():
     assert work.expected_free_s(20.0) == 20.0  # overdue but not reported: still busy
     work.finished(20.5, was_last=True)
     assert work.expected_free_s(30.0) == 20.5  # reported: free since then
+
+
+def test_an_alerts_lost_first_unit_is_released_at_once():
+    lost_start = dict(now=3.0, held=(0.1,), ahead=(1.0, 1.0, 1.0), ahead_exec=0.1)
+    assert best_hold(outlook(**lost_start)) == 3
+    assert best_hold(dataclasses.replace(outlook(**lost_start), starts_alert=True)) == 0

@@ -602,3 +602,25 @@ def test_a_canceled_plan_stops_holding_the_robot():
     assert queue.pick(1.0) is None  # still a's robot until told
     queue.drop_current("a")
     assert queue.pick(1.0) == "b0"
+
+
+@pytest.mark.parametrize("level,tuf", [("normal", Tuf(1, 1, 1.5)), ("urgent", Tuf(2, 0.2, 0.5))])
+def test_an_alerts_first_call_goes_to_its_robot_as_soon_as_it_is_generated(config, tokenizer, level, tuf):
+    """A slow engine (0.2 s a token), quick calls (0.1 s) and a task whose first unit is lost
+    whenever it goes: streaming would leave the robot waiting before every later call, so
+    `timely` holds a normal plan's first segment back; an alert's first call still goes at once."""
+    from llm_planner.engine import SimEngine
+
+    def slow_engine(profile, tokenizer, clock):
+        return SimEngine(profile.model_copy(update={"decode_base_s": 0.2}), tokenizer, clock)
+
+    task = TaskRequest("t", "drone1", "tello", "Scene: [door]. Wait a little, four times.", level, tuf, -5.0,
+                       "d(0.1);" * 4)
+    planner, _ = run_planner(config, tokenizer, [task], engine_class=slow_engine)
+    record = planner.records["t"]
+    assert record.state == TaskState.SUCCEEDED
+    first_dispatch = record.segments[0].calls
+    if level == "normal":
+        assert len(first_dispatch) > 1  # held: the first dispatch carries later segments too
+    else:
+        assert len(first_dispatch) == 1

@@ -16,6 +16,11 @@ dispatches even when the second was queued: zero in simulation, milliseconds ove
 a busy machine), which favours fewer, larger dispatches when the first unit's utility is lost
 anyway. The decision is taken again at every segment boundary, with what has been generated
 since.
+
+An alert's first unit is never held: a task more important than the least important level
+(stop, clear the workspace, a replan after a failure) has its robot act as soon as its first
+call is generated, even when the unit's utility is lost anyway and holding would save a
+later wait. What an alert's first action does is worth more than the utility it is counted at.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ class Outlook:
     first_tuf: Tuf  # the first held unit's TUF: TUF_0 for the plan's first unit, else TUF_1
     first_ref_s: float  # its reference: the task's arrival, or the end of the previous unit
     resumed_tuf: Tuf  # TUF_1, for every unit after it
+    starts_alert: bool = False  # the held units start the plan of a task above the least important level
 
 
 def release_utility(o: Outlook, hold_for: int) -> float:
@@ -66,7 +72,7 @@ HOLD_MARGIN = 0.1
 def best_hold(o: Outlook) -> int:
     """How many more segments to hold the held units for (0: release them now). Near-ties go
     to the earlier release: the robot acts sooner at about the same utility."""
-    if not o.held_exec_s:
+    if not o.held_exec_s or o.starts_alert:
         return 0
     best, best_utility = 0, release_utility(o, 0)
     margin = HOLD_MARGIN * o.resumed_tuf.beta

@@ -64,7 +64,8 @@ class FeaturesConfig(_Strict):
     keep_running: bool = Field(default=True, description="no pause after a segment; a generation is "
                                                          "suspended only when the batch controller must")
     hold: bool = Field(default=True, description="hold segments back while streaming them would leave the "
-                                                 "robot waiting later (dispatch by expected utility)")
+                                                 "robot waiting later (dispatch by expected utility); an "
+                                                 "alert's first segment is never held")
     shrink: bool = Field(default=True, description="suspend generations that can wait so that a more "
                                                    "important one decodes faster")
     bound_wait: bool = Field(default=True, description="a segment whose utility has been lost for lost_wait_s "
@@ -187,6 +188,11 @@ class PlannerConfig(_Strict):
         if self.replan.urgency:
             return self.level(self.replan.urgency)
         return min(self.urgency_levels, key=lambda lvl: (lvl.ert_s, -lvl.beta))
+
+    @property
+    def least_beta(self) -> float:
+        """The weight of the least important urgency level: a task weighed more is an alert."""
+        return min(lvl.beta for lvl in self.urgency_levels)
 
     def level(self, index_or_name: int | str) -> UrgencyLevel:
         if isinstance(index_or_name, int):
