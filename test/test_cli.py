@@ -56,6 +56,13 @@ def test_compare_preset_and_errors(tmp_path, capsys):
                                                  "timely -bound-wait", "timely -importance-guard",
                                                  "timely -latency-guided", "timely predictor=auto",
                                                  "recorded traces"]
+    # a list runs only those switches
+    assert lrtrace_main(["compare", "wid3", "--policies", "vllm", "--ablation", "shrink,predictor",
+                         "--duration", "15", "--json", str(out), "--no-plots", "--quiet"]) == 0
+    assert list(json.loads(out.read_text())) == ["vllm", "timely -shrink", "timely predictor=auto",
+                                                 "recorded traces"]
+    assert lrtrace_main(["compare", "wid3", "--ablation", "hold,pause", "--no-plots", "--quiet"]) == 2
+    assert "unknown ablation switches ['pause']" in capsys.readouterr().err
     # --speed 3: the workload's arrivals three times as fast
     slow, fast = tmp_path / "slow.json", tmp_path / "fast.json"
     for path, speed in ((slow, "1"), (fast, "3")):
@@ -114,7 +121,7 @@ def test_check_engine_checks_each_distinct_dtype_once_in_order():
 def test_generated_plans_become_a_trace_set_that_the_sim_engine_replays(tmp_path):
     config = load_planner_config()
     source = resolve_workload("config/jobs/urgent_under_load.yaml", "config/traces/timely_tasks.yaml", config)
-    runs_of = variants(["vllm"], config, ablation=False)
+    runs_of = variants(["vllm"], config)
     comparison = compare(source, runs_of, config, seeds=1)
     run = comparison.runs["vllm"][0]
     # stands in for a model that wrote another plan for the first task's trace
@@ -141,7 +148,7 @@ def test_each_seed_starts_its_runs_one_variant_further_on(monkeypatch):
 
     config = load_planner_config()
     source = resolve_workload("config/jobs/urgent_under_load.yaml", "config/traces/timely_tasks.yaml", config)
-    runs_of = variants(["timely", "vllm", "fcfs"], config, ablation=False)
+    runs_of = variants(["timely", "vllm", "fcfs"], config)
     ran = []
     simulate = comparing.simulate
 
@@ -174,7 +181,7 @@ def test_levels_keep_only_the_jobs_of_those_urgency_levels(capsys):
     full = resolve_workload("config/jobs/urgent_under_load.yaml", "config/traces/timely_tasks.yaml", config)
     urgent = resolve_workload("config/jobs/urgent_under_load.yaml", "config/traces/timely_tasks.yaml", config,
                               levels=parse_levels("urgent", config))
-    records = compare(full, variants(["timely"], config, ablation=False), config, seeds=1).runs["timely"][0].records
+    records = compare(full, variants(["timely"], config), config, seeds=1).runs["timely"][0].records
     urgent_ids = {r.request.task_id for r in records if r.request.urgency_name == "urgent"}
     assert 0 < len(urgent_ids) < len(records)
     assert {j.task_id for j in urgent.workload(0).jobs} == urgent_ids

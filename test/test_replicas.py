@@ -242,7 +242,7 @@ def test_an_unknown_placement_is_refused_with_the_choices():
 
 
 def test_compare_runs_each_policy_on_each_replica_count_and_placement(config):
-    runs = variants(["timely", "vllm"], config, False, [1, 2], ["round-robin", "deadline"])
+    runs = variants(["timely", "vllm"], config, replicas=[1, 2], placements=["round-robin", "deadline"])
     assert [v.label for v in runs] == ["timely x1", "timely x2 round-robin", "timely x2 deadline",
                                        "vllm x1", "vllm x2 round-robin", "vllm x2 deadline"]
     assert [(v.config.replicas, v.config.placement) for v in runs[:3]] == [(1, config.placement), (2, "round-robin"),

@@ -12,9 +12,11 @@ from llm_planner.commands.lrtrace_shared import console, planner_config, progres
 from llm_planner.commands.quiet import route_library_output
 from llm_planner.lrtrace import report
 from llm_planner.lrtrace.compare import (
+    ABLATIONS,
     compare,
     engine_stats_lines,
     generated_traces,
+    parse_ablation,
     parse_counts,
     parse_levels,
     parse_placements,
@@ -32,7 +34,8 @@ from llm_planner.settings.model_file import ConfigError
 def cmd_compare(args) -> int:
     config = planner_config(args)
     policies = parse_policies(args.policies)
-    runs_of = variants(policies, config, args.ablation, parse_counts(args.replicas), parse_placements(args.placement))
+    runs_of = variants(policies, config, parse_ablation(args.ablation), parse_counts(args.replicas),
+                       parse_placements(args.placement))
     source = resolve_workload(args.workload, args.traces, config, args.duration, args.speed,
                               parse_levels(args.levels, config))
     if args.save_traces and config.engine != "vllm":
@@ -102,7 +105,7 @@ def cmd_compare(args) -> int:
 def cmd_simulate(args) -> int:
     args.policies = args.policy
     args.seeds = 1
-    args.ablation = False
+    args.ablation = None
     return cmd_compare(args)
 
 
@@ -211,10 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="simulate one workload under several policies")
     sim_options(p)
     p.add_argument("--policies", default=",".join(POLICIES))
-    p.add_argument("--ablation", action="store_true",
-                   help="also run timely with each of hold, shrink, keep-running, bound-wait, importance-guard and "
-                        "its latency-guided admission switched off, and with the other segment-length estimate "
-                        "(predictor none vs auto)")
+    p.add_argument("--ablation", nargs="?", const=",".join(ABLATIONS), metavar="SWITCHES",
+                   help="also run timely with each of what it adds to the paper's algorithm switched off alone "
+                        f"({', '.join(ABLATIONS[:-1])}), and with the other segment-length estimate (predictor: "
+                        "none vs auto); a comma-separated list runs only those")
     p.add_argument("--seeds", type=int, default=1,
                    help="runs per policy; a preset is recomposed per seed, a file's jobs are kept "
                         "and the seed draws the execution times not recorded in the jobs")

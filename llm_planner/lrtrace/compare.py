@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Sequence, TypeVar
 
 from llm_planner.catalog.skills import load_skill_set
 from llm_planner.catalog.tokenizer import load_tokenizer
@@ -108,6 +108,16 @@ def parse_counts(text: str | None) -> list[int] | None:
     return counts
 
 
+# What `timely` adds to the paper's algorithm, each switched off alone by `--ablation` (runs
+# labelled `timely -<switch>`), and `predictor`: the other segment-length estimate.
+ABLATIONS = ("hold", "shrink", "keep-running", "bound-wait", "importance-guard", "latency-guided", "predictor")
+
+
+def parse_ablation(text: str | None) -> list[str]:
+    """`hold,shrink` -> those switches; empty -> none."""
+    return _parse_names(text, ABLATIONS, "ablation switches") if text else []
+
+
 def _parse_names(text: str, known, what: str) -> list[str]:
     """`a,b` -> [a, b], each one of `known`."""
     names = [p.strip() for p in text.split(",") if p.strip()]
@@ -194,12 +204,11 @@ def cut(workload: Workload, duration_s: float | None) -> Workload:
     return workload.model_copy(update={"jobs": jobs, "duration_s": min(workload.duration_s, duration_s)})
 
 
-def variants(policies: list[str], config: PlannerConfig, ablation: bool, replicas: list[int] | None = None,
-             placements: list[str] | None = None) -> list[Variant]:
-    """The policies, and with `ablation`, `timely` with each of what it adds to the paper
-    switched off, and with the other segment-length estimate. With `replicas` (counts) or
-    `placements`, each policy on each count of engine replicas, several of them under each
-    placement (labels `timely x2 deadline`)."""
+def variants(policies: list[str], config: PlannerConfig, ablation: Sequence[str] = (),
+             replicas: list[int] | None = None, placements: list[str] | None = None) -> list[Variant]:
+    """The policies, and `timely` with each `ablation` switch (of ABLATIONS) off. With
+    `replicas` (counts) or `placements`, each policy on each count of engine replicas, several
+    of them under each placement (labels `timely x2 deadline`)."""
     if replicas or placements:
         runs = []
         for p in policies:
@@ -209,16 +218,19 @@ def variants(policies: list[str], config: PlannerConfig, ablation: bool, replica
                     runs.append(Variant(label, p, config.model_copy(update={"replicas": n, "placement": placement})))
     else:
         runs = [Variant(p, p, config) for p in policies]
-    if ablation:
-        for feature in ("hold", "shrink", "keep_running", "bound_wait", "importance_guard"):
-            features = config.features.model_copy(update={feature: False})
-            label = f"timely -{feature.replace('_', '-')}"
-            runs.append(Variant(label, "timely", config.model_copy(update={"features": features})))
-        batch = config.batch.model_copy(update={"latency_guided": False})
-        runs.append(Variant("timely -latency-guided", "timely", config.model_copy(update={"batch": batch})))
+    return runs + [_without(switch, config) for switch in ablation]
+
+
+def _without(switch: str, config: PlannerConfig) -> Variant:
+    """`timely` with one ablation switch off (`predictor`: the other segment-length estimate)."""
+    if switch == "predictor":
         other = "auto" if config.predictor == "none" else "none"
-        runs.append(Variant(f"timely predictor={other}", "timely", config.model_copy(update={"predictor": other})))
-    return runs
+        return Variant(f"timely predictor={other}", "timely", config.model_copy(update={"predictor": other}))
+    if switch == "latency-guided":
+        update = {"batch": config.batch.model_copy(update={"latency_guided": False})}
+    else:
+        update = {"features": config.features.model_copy(update={switch.replace("-", "_"): False})}
+    return Variant(f"timely -{switch}", "timely", config.model_copy(update=update))
 
 
 def run_order(runs_of: list[T], seed: int) -> list[T]:

@@ -71,7 +71,7 @@ def main() -> None:
     config = load_planner_config(args.config)
     source = resolve_workload(args.workload, args.traces, config)
     engine = make_watched_vllm_engine(config, VirtualClock(), None)
-    runs_of = variants(args.policies.split(","), config, ablation=False)
+    runs_of = variants(args.policies.split(","), config)
     result = compare(source, runs_of, config, args.seeds, engine)
 
     errors = defaultdict(list)
