@@ -209,16 +209,19 @@ def _admits(running, newcomer, guard):
     return bool(selection.admitted)
 
 
-def test_latency_guided_admission_holds_no_task_back_for_a_less_important_one():
+def test_timely_admission_weighs_importance_through_the_tufs():
     """The paper's admission defers any newcomer whose prefill would make a running segment
-    late; `timely`'s protects only running segments at least as important as the newcomer,
-    so an urgent task joins at once while a normal one still waits."""
+    late. `timely`'s weighs what either side loses, each by its own TUF: an urgent task due
+    soon joins at once, while an urgent segment whose robot is busy for a while yet, and a
+    normal newcomer, lose nothing by waiting and wait."""
     # Alone, the running normal segment (due at 0.2 s) ends at 0.15 s; with a newcomer's
-    # prefill and a batch of two, at 0.35 s, 0.3 of its utility lost.
+    # prefill and a batch of two, at 0.35 s, 0.3 of its utility lost. A newcomer finishes at
+    # 0.35 s if admitted, 0.5 s after waiting: an urgent one due at 0.2 s loses 1.0.
     running = _member("running", entry("running", NORMAL.resumed(), 0.2), deadline_s=0.2, in_engine=True)
-    for newcomer_tuf, guard, admitted in ((URGENT, False, False), (URGENT, True, True), (NORMAL, True, False)):
-        newcomer = _member("new", entry("new", newcomer_tuf, 0.0), deadline_s=newcomer_tuf.ert_s, in_engine=False)
-        assert _admits(running, newcomer, guard) == admitted, (newcomer_tuf, guard)
+    for newcomer_tuf, ref, guard, admitted in ((URGENT, 0.0, False, False), (URGENT, 0.0, True, True),
+                                               (URGENT, 0.3, True, False), (NORMAL, 0.0, True, False)):
+        newcomer = _member("new", entry("new", newcomer_tuf, ref), deadline_s=ref + newcomer_tuf.ert_s, in_engine=False)
+        assert _admits(running, newcomer, guard) == admitted, (newcomer_tuf, ref, guard)
 
 
 def test_timely_admits_a_newcomer_that_loses_more_by_waiting_than_it_costs_the_running_one():

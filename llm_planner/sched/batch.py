@@ -5,12 +5,11 @@
   generation that can still make its deadline still finishes its segment in time with the
   bigger batch (and the newcomer's prefill in the next iteration). Candidates are taken in
   priority order and admission stops at the first that does not fit, so a lower-priority
-  generation never overtakes a higher-priority one. `timely` protects only the running
-  generations at least as important as the newcomer (TUF beta): an urgent task is not held
-  back for a normal one's deadline; and it holds a newcomer back only if the utility those
-  generations would lose is more than what waiting for them costs the newcomer and every
-  queued generation behind it (a deferral holds them all back), each segment priced at its
-  typical length;
+  generation never overtakes a higher-priority one. `timely` holds a newcomer back only if
+  the utility the running generations would lose is more than what waiting for them costs
+  the newcomer and every queued generation behind it (a deferral holds them all back), each
+  segment priced at its typical length: importance counts through the TUFs, so an urgent
+  task waits for a normal one's deadline only while waiting costs it nothing;
 - preemption (suspending policies): with a full batch, a better queued generation replaces
   the lowest-priority running one, which keeps its context and waits in the queue (`timely`:
   never a more important one that would lose utility by waiting, its segment priced at its
@@ -125,7 +124,7 @@ class BatchController:
             base_context = context - (self.engine.context_tokens(victim.task_id) if victim else 0)
             if self.latency_guided and not self._keeps_deadlines(
                     base, base_context + new_context, prefill_total + prefill, resumes + int(resume), now,
-                    entry, lambda: [(gens[e.gen_id], e) for e in queue.waiting()]):
+                    lambda: [(gens[e.gen_id], e) for e in queue.waiting()]):
                 self.deferred += 1
                 break
             if victim is not None:
@@ -261,25 +260,23 @@ class BatchController:
         return entry.tuf.utility(delayed - entry.ref_s) < entry.tuf.utility(finish - entry.ref_s)
 
     def _keeps_deadlines(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
-                         now: float, entry: QueueEntry,
-                         queued: Callable[[], list[tuple[BatchMember, QueueEntry]]]) -> bool:
-        """False if admitting a newcomer (scheduling entry `entry`) would make a running
-        generation miss a deadline it would otherwise meet (one that misses anyway does not
-        block admissions). With `guard_by_importance`, neither does one less important than the
-        newcomer, and the newcomer is held back only if what those it would make late lose is
-        more than what waiting for their segments costs the `queued` generations (the
-        newcomer and every one behind it: a deferral holds them all back): where an iteration
-        costs nearly the same at any batch size (a CPU), a deferral costs them far more than
-        the newcomer's company costs the others. Both sides are priced at their typical
-        lengths, as the preemption guard prices them: at l_max, a running segment a token or
-        two from its end looks at risk, and the newcomer waits for nothing."""
+                         now: float, queued: Callable[[], list[tuple[BatchMember, QueueEntry]]]) -> bool:
+        """False if admitting a newcomer would make a running generation miss a deadline it
+        would otherwise meet (one that misses anyway does not block admissions). With
+        `guard_by_importance`, the newcomer is held back only if what those it would make late
+        lose is more than what waiting for their segments costs the `queued` generations (the
+        newcomer and every one behind it: a deferral holds them all back). Utility weighs
+        importance on both sides (an urgent newcomer waits for a normal segment only while
+        waiting costs it nothing), and where an iteration costs nearly the same at any batch
+        size (a CPU), a deferral costs the queued far more than the newcomer's company costs
+        the others. Both sides are priced at their typical lengths, as the preemption guard
+        prices them: at l_max, a running segment a token or two from its end looks at risk,
+        and the newcomer waits for nothing."""
         step_now = self.engine.predict_step_s(len(batch), context)
         step = self.engine.predict_step_s(len(batch) + 1, context)
         first = self.engine.predict_step_s(len(batch) + 1, context, prefill, resumes)
         loss, wait = 0.0, 0.0
         for gen in batch:
-            if self.guard_by_importance and gen.entry is not None and gen.entry.tuf.beta < entry.tuf.beta:
-                continue
             slack = gen.deadline_s - now
             remaining = self._typical_remaining_tokens(gen) if self.guard_by_importance else self._remaining_tokens(gen)
             alone, joined = remaining * step_now, first + (remaining - 1) * step

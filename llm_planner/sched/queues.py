@@ -304,7 +304,7 @@ class Behaviour:
     holds_segments: bool  # hold a segment back when streaming it would leave the robot waiting later
     shrinks_batch: bool  # suspend generations that can wait so an urgent segment decodes at a small batch
     latency_guided: bool  # admit only while running deadlines hold (TimelyLLM 4.4)
-    guards_by_importance: bool  # ...only those at least as important as the newcomer; none preempted by a less important one
+    guards_by_importance: bool  # ...unless waiting costs the queued more; none preempted by a less important one
     predicted_lengths: bool
     prices_whole_plans: bool  # RT-LM's pricing, offload lane and consolidation
     lost_wait_s: float = math.inf  # a segment lost for this long goes first (PudQueue)
@@ -323,8 +323,8 @@ class Policy:
     hold: bool = False
     shrink: bool = False
     bound_wait: bool = False
-    # latency-guided admission holds no newcomer back, and preemption suspends no running
-    # generation, for a less important one
+    # latency-guided admission holds a newcomer back only if the running lose more utility than
+    # the queued lose by waiting; preemption suspends no running generation for a less important one
     guard_by_importance: bool = False
 
     def make_queue(self, behaviour: Behaviour | None = None) -> ReadyQueue:
@@ -355,7 +355,7 @@ POLICIES: dict[PolicyName, Policy] = {p.name: p for p in (
            latency_guided=True, lengths=Lengths.PREDICTED, hold=True, shrink=True, bound_wait=True,
            guard_by_importance=True,
            description="segmented generation, PUD priority with a bound on waiting once utility is lost, "
-                       "latency-guided admission that never holds a task back for a less important one, "
+                       "latency-guided admission that weighs what the running and the queued lose, "
                        "utility-aware hold/stream dispatch, no pause after a segment, batch shrinking, segment "
                        "lengths from the configured predictor"),
     Policy(name=PolicyName.TIMELYLLM_PAPER, order=Order.PUD, **_PAPER,
