@@ -29,7 +29,7 @@ from llm_planner.lrtrace.metrics import (
 from llm_planner.lrtrace.simulate import SimulationResult, planned_units, simulate
 from llm_planner.sched.placement import PLACEMENTS
 from llm_planner.sched.queues import POLICIES
-from llm_planner.settings.config import PlannerConfig
+from llm_planner.settings.config import FeaturesConfig, PlannerConfig
 
 PAIRED_REFERENCE = "timely"  # the run the others are paired with, seed by seed
 
@@ -109,8 +109,11 @@ def parse_counts(text: str | None) -> list[int] | None:
 
 
 # What `timely` adds to the paper's algorithm, each switched off alone by `--ablation` (runs
-# labelled `timely -<switch>`), and `predictor`: the other segment-length estimate.
-ABLATIONS = ("hold", "shrink", "keep-running", "bound-wait", "importance-guard", "latency-guided", "predictor")
+# labelled `timely -<switch>`): the feature switches, latency-guided admission, and
+# `predictor`: the other segment-length estimate.
+FEATURE_SWITCHES = tuple(name.replace("_", "-") for name, field in FeaturesConfig.model_fields.items()
+                         if field.annotation is bool)
+ABLATIONS = (*FEATURE_SWITCHES, "latency-guided", "predictor")
 
 
 def parse_ablation(text: str | None) -> list[str]:

@@ -59,15 +59,16 @@ class BatchConfig(_Strict):
 
 class FeaturesConfig(_Strict):
     """Switches for what the policies add to the TimelyLLM paper's algorithm (all on: the
-    policy's own set; one off: an ablation). A policy only uses a feature it has."""
+    policy's own set; one off: an ablation, `lrtrace compare --ablation`, in this order). A
+    policy only uses a feature it has."""
 
-    keep_running: bool = Field(default=True, description="no pause after a segment; a generation is "
-                                                         "suspended only when the batch controller must")
     hold: bool = Field(default=True, description="hold segments back while streaming them would leave the "
                                                  "robot waiting later (dispatch by expected utility); an "
                                                  "alert's first segment is never held")
     shrink: bool = Field(default=True, description="suspend generations that can wait so that a more "
                                                    "important one decodes faster")
+    keep_running: bool = Field(default=True, description="no pause after a segment; a generation is "
+                                                         "suspended only when the batch controller must")
     bound_wait: bool = Field(default=True, description="a segment whose utility has been lost for lost_wait_s "
                                                        "goes first, the longest lost first, in the slack of "
                                                        "segments that can still earn utility: none waits without "
