@@ -237,16 +237,17 @@ def test_timely_admits_a_newcomer_that_loses_more_by_waiting_than_it_costs_the_r
     assert not _admits(running, relaxed, guard=True)
 
 
-def test_timely_admission_weighs_every_queued_generation_a_deferral_holds_back():
+def test_timely_admission_weighs_the_newcomer_alone_not_the_queue_behind_it():
     """A running normal segment due at 0.3 s loses 0.1 of its utility with a newcomer (as
-    above). Each newcomer due 0.475 s from now finishes at 0.35 s if admitted and 0.025 s late
-    after waiting 0.15 s for the running segment: 0.05 lost. One such newcomer alone is
-    deferred; with three queued, a deferral would cost them 0.15 together, and `timely` admits."""
+    above). A newcomer due 0.475 s from now finishes at 0.35 s if admitted and 0.025 s late
+    after waiting 0.15 s for the running segment: 0.05 lost, less than the running segment's
+    loss, so it waits, however many such generations wait behind it (summed, a crowd of small
+    waits would outweigh any loss)."""
     from llm_planner.sched.batch import BatchController
     from llm_planner.settings.config import BatchConfig
 
     running = _member("running", entry("running", NORMAL.resumed(), 0.3), deadline_s=0.3, in_engine=True)
-    for queued, admitted in ((1, False), (3, True)):
+    for queued in (1, 3):
         controller = BatchController(BatchConfig(), _admission_engine(), latency_guided=True, preemptive=True,
                                      guard_by_importance=True)
         queue, gens = PudQueue(), {"running": running}
@@ -254,7 +255,28 @@ def test_timely_admission_weighs_every_queued_generation_a_deferral_holds_back()
             gens[f"new{i}"] = _member(f"new{i}", entry(f"new{i}", NORMAL, -0.525), deadline_s=0.475, in_engine=False)
             queue.push(gens[f"new{i}"].entry)
         selection = controller.select(queue, [running], gens, now=0.0)
-        assert bool(selection.admitted) == admitted, queued
+        assert not selection.admitted and controller.deferred == 1, queued
+
+
+def test_timely_admission_counts_what_a_late_running_segment_still_loses():
+    """Two running normal segments end at 0.3 s alone and at 0.5 s with a newcomer. One is due
+    at 0.4 s (at risk: 0.2 of its utility lost); the other was due at 0.2 s and is late either
+    way, but still earns, and loses 0.4 more. A newcomer that loses 0.4 by waiting 0.3 s is
+    worth more than the segment at risk alone and less than both: it waits. Without the one at
+    risk nothing is weighed and it joins."""
+    from llm_planner.sched.batch import BatchController
+    from llm_planner.settings.config import BatchConfig
+
+    late = _member("late", entry("late", NORMAL.resumed(), 0.2), deadline_s=0.2, in_engine=True)
+    for due, admitted in ((0.4, False), (0.25, True)):
+        other = _member("other", entry("other", NORMAL.resumed(), due), deadline_s=due, in_engine=True)
+        newcomer = _member("new", entry("new", NORMAL, -0.4), deadline_s=0.6, in_engine=False)
+        controller = BatchController(BatchConfig(), _admission_engine(), latency_guided=True, preemptive=True,
+                                     guard_by_importance=True)
+        queue = PudQueue()
+        queue.push(newcomer.entry)
+        selection = controller.select(queue, [late, other], {"late": late, "other": other, "new": newcomer}, now=0.0)
+        assert bool(selection.admitted) == admitted, due
 
 
 def test_timely_admission_prices_the_running_segment_at_its_typical_length():

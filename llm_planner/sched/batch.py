@@ -6,10 +6,10 @@
   bigger batch (and the newcomer's prefill in the next iteration). Candidates are taken in
   priority order and admission stops at the first that does not fit, so a lower-priority
   generation never overtakes a higher-priority one. `timely` holds a newcomer back only if
-  the utility the running generations would lose is more than what waiting for them costs
-  the newcomer and every queued generation behind it (a deferral holds them all back), each
-  segment priced at its typical length: importance counts through the TUFs, so an urgent
-  task waits for a normal one's deadline only while waiting costs it nothing;
+  the utility the running generations would lose in its company (those already late but
+  still earning included) is more than what waiting for the segments at risk costs it,
+  each segment priced at its typical length: importance counts through the TUFs, so an
+  urgent task waits for a normal one's deadline only while waiting costs it nothing;
 - preemption (suspending policies): with a full batch, a better queued generation replaces
   the lowest-priority running one, which keeps its context and waits in the queue (`timely`:
   never a more important one that would lose utility by waiting, its segment priced at its
@@ -124,7 +124,7 @@ class BatchController:
             base_context = context - (self.engine.context_tokens(victim.task_id) if victim else 0)
             if self.latency_guided and not self._keeps_deadlines(
                     base, base_context + new_context, prefill_total + prefill, resumes + int(resume), now,
-                    lambda: [(gens[e.gen_id], e) for e in queue.waiting()]):
+                    gen, entry):
                 self.deferred += 1
                 break
             if victim is not None:
@@ -260,22 +260,23 @@ class BatchController:
         return entry.tuf.utility(delayed - entry.ref_s) < entry.tuf.utility(finish - entry.ref_s)
 
     def _keeps_deadlines(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
-                         now: float, queued: Callable[[], list[tuple[BatchMember, QueueEntry]]]) -> bool:
-        """False if admitting a newcomer would make a running generation miss a deadline it
+                         now: float, newcomer: BatchMember, entry: QueueEntry) -> bool:
+        """False if admitting `newcomer` would make a running generation miss a deadline it
         would otherwise meet (one that misses anyway does not block admissions). With
-        `guard_by_importance`, the newcomer is held back only if what those it would make late
-        lose is more than what waiting for their segments costs the `queued` generations (the
-        newcomer and every one behind it: a deferral holds them all back). Utility weighs
-        importance on both sides (an urgent newcomer waits for a normal segment only while
-        waiting costs it nothing), and where an iteration costs nearly the same at any batch
-        size (a CPU), a deferral costs the queued far more than the newcomer's company costs
-        the others. Both sides are priced at their typical lengths, as the preemption guard
-        prices them: at l_max, a running segment a token or two from its end looks at risk,
-        and the newcomer waits for nothing."""
+        `guard_by_importance`, once some running segment is at risk the choice is weighed at
+        the margin: what the newcomer's company costs every running segment (those already
+        late but still earning too) against what waiting for the segments at risk costs the
+        newcomer. Utility weighs importance on both sides (an urgent newcomer waits for a
+        normal segment only while waiting costs it nothing). The queue behind the newcomer is
+        not summed in: a crowd of small waits would outweigh nearly any loss, most of all on a
+        CPU, where a step costs nearly the same at any batch size.
+        Both sides are priced at their typical lengths, as the preemption guard prices them:
+        at l_max, a running segment a token or two from its end looks at risk, and the
+        newcomer waits for nothing."""
         step_now = self.engine.predict_step_s(len(batch), context)
         step = self.engine.predict_step_s(len(batch) + 1, context)
         first = self.engine.predict_step_s(len(batch) + 1, context, prefill, resumes)
-        loss, wait = 0.0, 0.0
+        at_risk, loss, wait = False, 0.0, 0.0
         for gen in batch:
             slack = gen.deadline_s - now
             remaining = self._typical_remaining_tokens(gen) if self.guard_by_importance else self._remaining_tokens(gen)
@@ -283,14 +284,13 @@ class BatchController:
             if alone < slack <= joined:
                 if not self.guard_by_importance or gen.entry is None:
                     return False
+                at_risk = True
+                wait = max(wait, alone)
+            if self.guard_by_importance and gen.entry is not None:
                 tuf, ref = gen.entry.tuf, gen.entry.ref_s
                 loss += tuf.utility(now + alone - ref) - tuf.utility(now + joined - ref)
-                wait = max(wait, alone)
-        if loss <= 0.0:
+        if not at_risk:
             return True
-        held_back = 0.0
-        for gen, queued_entry in queued():
-            tuf, ref = queued_entry.tuf, queued_entry.ref_s
-            own = first + (self._typical_remaining_tokens(gen) - 1) * step
-            held_back += tuf.utility(now + own - ref) - tuf.utility(now + wait + own - ref)
-        return held_back >= loss
+        tuf, ref = entry.tuf, entry.ref_s
+        own = first + (self._typical_remaining_tokens(newcomer) - 1) * step
+        return tuf.utility(now + own - ref) - tuf.utility(now + wait + own - ref) >= loss

@@ -86,10 +86,6 @@ class ReadyQueue(ABC):
     def get(self, gen_id: str) -> QueueEntry | None:
         return self._entries.get(gen_id)
 
-    def waiting(self) -> list[QueueEntry]:
-        """Every entry, in no particular order."""
-        return list(self._entries.values())
-
     def push(self, entry: QueueEntry) -> None:
         if entry.gen_id in self._entries:
             self.remove(entry.gen_id)
@@ -145,9 +141,6 @@ class QueueShare:
 
     def best(self, now_s: float) -> QueueEntry | None:
         return self._entries[0] if self._entries else None
-
-    def waiting(self) -> list[QueueEntry]:
-        return list(self._entries)
 
     def priority(self, entry: QueueEntry, now_s: float) -> float:
         return self._queue.priority(entry, now_s)
@@ -304,7 +297,7 @@ class Behaviour:
     holds_segments: bool  # hold a segment back when streaming it would leave the robot waiting later
     shrinks_batch: bool  # suspend generations that can wait so an urgent segment decodes at a small batch
     latency_guided: bool  # admit only while running deadlines hold (TimelyLLM 4.4)
-    guards_by_importance: bool  # ...unless waiting costs the queued more; none preempted by a less important one
+    guards_by_importance: bool  # ...unless waiting costs the newcomer more; none preempted by a less important one
     predicted_lengths: bool
     prices_whole_plans: bool  # RT-LM's pricing, offload lane and consolidation
     lost_wait_s: float = math.inf  # a segment lost for this long goes first (PudQueue)
@@ -323,8 +316,8 @@ class Policy:
     hold: bool = False
     shrink: bool = False
     bound_wait: bool = False
-    # latency-guided admission holds a newcomer back only if the running lose more utility than
-    # the queued lose by waiting; preemption suspends no running generation for a less important one
+    # latency-guided admission holds a newcomer back only if the running lose more utility in its
+    # company than it loses by waiting; preemption suspends no running generation for a less important one
     guard_by_importance: bool = False
 
     def make_queue(self, behaviour: Behaviour | None = None) -> ReadyQueue:
@@ -355,7 +348,7 @@ POLICIES: dict[PolicyName, Policy] = {p.name: p for p in (
            latency_guided=True, lengths=Lengths.PREDICTED, hold=True, shrink=True, bound_wait=True,
            guard_by_importance=True,
            description="segmented generation, PUD priority with a bound on waiting once utility is lost, "
-                       "latency-guided admission that weighs what the running and the queued lose, "
+                       "latency-guided admission that weighs what the running and the newcomer lose, "
                        "utility-aware hold/stream dispatch, no pause after a segment, batch shrinking, segment "
                        "lengths from the configured predictor"),
     Policy(name=PolicyName.TIMELYLLM_PAPER, order=Order.PUD, **_PAPER,

@@ -76,8 +76,8 @@ class FeaturesConfig(_Strict):
     lost_wait_s: float = Field(default=30.0, gt=0, description="bound_wait: how long a segment may wait once its "
                                                               "utility is lost")
     importance_guard: bool = Field(default=True, description="latency-guided admission holds a task back only "
-                                                             "if the running generations it would make late lose "
-                                                             "more utility than the queued lose by waiting; "
+                                                             "if the running generations lose more utility in "
+                                                             "its company than it loses by waiting; "
                                                              "preemption suspends no running generation that would "
                                                              "lose utility by waiting, for a less important one")
 
