@@ -241,8 +241,8 @@ def test_timely_admission_weighs_the_newcomer_alone_not_the_queue_behind_it():
     """A running normal segment due at 0.3 s loses 0.1 of its utility with a newcomer (as
     above). A newcomer due 0.475 s from now finishes at 0.35 s if admitted and 0.025 s late
     after waiting 0.15 s for the running segment: 0.05 lost, less than the running segment's
-    loss, so it waits, however many such generations wait behind it (summed, a crowd of small
-    waits would outweigh any loss)."""
+    loss, so it waits, however many such generations wait behind it: each is weighed on its
+    own, and each waits (summed, a crowd of small waits would outweigh any loss)."""
     from llm_planner.sched.batch import BatchController
     from llm_planner.settings.config import BatchConfig
 
@@ -255,7 +255,31 @@ def test_timely_admission_weighs_the_newcomer_alone_not_the_queue_behind_it():
             gens[f"new{i}"] = _member(f"new{i}", entry(f"new{i}", NORMAL, -0.525), deadline_s=0.475, in_engine=False)
             queue.push(gens[f"new{i}"].entry)
         selection = controller.select(queue, [running], gens, now=0.0)
-        assert not selection.admitted and controller.deferred == 1, queued
+        assert not selection.admitted and controller.deferred == queued, queued
+
+
+def test_a_newcomer_timely_defers_holds_back_no_one_behind_it():
+    """A running normal segment due at 0.3 s loses 0.1 of its utility with a newcomer. First in
+    the queue, an urgent segment due at 0.5 s loses nothing by waiting for it and waits; behind
+    it a normal plan due at 0.4 s would lose 0.2 by waiting, and `timely` admits it. The
+    paper's admission stops at the first newcomer that does not fit and admits neither."""
+    from llm_planner.sched.batch import BatchController
+    from llm_planner.settings.config import BatchConfig
+
+    running = _member("running", entry("running", NORMAL.resumed(), 0.3), deadline_s=0.3, in_engine=True)
+    spare = _member("spare", entry("spare", URGENT, 0.3), deadline_s=0.5, in_engine=False)
+    pressed = _member("pressed", entry("pressed", NORMAL, -0.6), deadline_s=0.4, in_engine=False)
+    for guard, admitted in ((True, ["pressed"]), (False, [])):
+        controller = BatchController(BatchConfig(), _admission_engine(), latency_guided=True, preemptive=True,
+                                     guard_by_importance=guard)
+        queue = PudQueue()
+        queue.push(spare.entry)
+        queue.push(pressed.entry)
+        assert [e.gen_id for e in queue.in_order(0.0)] == ["spare", "pressed"]
+        selection = controller.select(queue, [running], {"running": running, "spare": spare, "pressed": pressed},
+                                      now=0.0)
+        assert [e.gen_id for e in selection.admitted] == admitted and "spare" in queue, guard
+        assert controller.deferred == 1
 
 
 def test_timely_admission_counts_what_a_late_running_segment_still_loses():

@@ -9,7 +9,9 @@
   the utility the running generations would lose in its company (those already late but
   still earning included) is more than what waiting for the segments at risk costs it,
   each segment priced at its typical length: importance counts through the TUFs, so an
-  urgent task waits for a normal one's deadline only while waiting costs it nothing;
+  urgent task waits for a normal one's deadline only while waiting costs it nothing. A
+  newcomer it holds back holds back no one else: each queued generation is weighed in
+  turn;
 - preemption (suspending policies): with a full batch, a better queued generation replaces
   the lowest-priority running one, which keeps its context and waits in the queue (`timely`:
   never a more important one that would lose utility by waiting, its segment priced at its
@@ -100,8 +102,7 @@ class BatchController:
         critical = self._critical(batch)
         if critical is None or critical.task_id != self._shrunk_for:
             self._shrunk_for = None
-        while queue:
-            entry = queue.best(now)
+        for entry in queue.in_order(now):
             gen = gens[entry.gen_id]
             if self._shrunk_for is not None and self._can_wait_for(gen, entry, critical, batch, context, now) \
                     and self._slows(critical, gen, batch, context, now):
@@ -126,6 +127,8 @@ class BatchController:
                     base, base_context + new_context, prefill_total + prefill, resumes + int(resume), now,
                     gen, entry):
                 self.deferred += 1
+                if self.guard_by_importance:
+                    continue  # weighed on its own, it holds back no one behind it
                 break
             if victim is not None:
                 victims.remove(victim)
@@ -268,8 +271,9 @@ class BatchController:
         late but still earning too) against what waiting for the segments at risk costs the
         newcomer. Utility weighs importance on both sides (an urgent newcomer waits for a
         normal segment only while waiting costs it nothing). The queue behind the newcomer is
-        not summed in: a crowd of small waits would outweigh nearly any loss, most of all on a
-        CPU, where a step costs nearly the same at any batch size.
+        not summed in (a crowd of small waits would outweigh nearly any loss, most of all on a
+        CPU, where a step costs nearly the same at any batch size): a deferral holds back only
+        the newcomer, and each generation behind it is weighed in turn.
         Both sides are priced at their typical lengths, as the preemption guard prices them:
         at l_max, a running segment a token or two from its end looks at risk, and the
         newcomer waits for nothing."""

@@ -136,11 +136,8 @@ class QueueShare:
         self._queue = queue
         self._entries = entries
 
-    def __bool__(self) -> bool:
-        return bool(self._entries)
-
-    def best(self, now_s: float) -> QueueEntry | None:
-        return self._entries[0] if self._entries else None
+    def in_order(self, now_s: float) -> list[QueueEntry]:
+        return list(self._entries)
 
     def priority(self, entry: QueueEntry, now_s: float) -> float:
         return self._queue.priority(entry, now_s)

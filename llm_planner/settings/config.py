@@ -77,7 +77,8 @@ class FeaturesConfig(_Strict):
                                                               "utility is lost")
     importance_guard: bool = Field(default=True, description="latency-guided admission holds a task back only "
                                                              "if the running generations lose more utility in "
-                                                             "its company than it loses by waiting; "
+                                                             "its company than it loses by waiting, and then "
+                                                             "holds back no one behind it; "
                                                              "preemption suspends no running generation that would "
                                                              "lose utility by waiting, for a less important one")
 
