@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from llm_planner.engine.base import Engine, GenerationRequest
-from llm_planner.sched.queues import QueueEntry, ReadyQueue
+from llm_planner.sched.queues import QueueEntry, QueueShare, ReadyQueue
 from llm_planner.settings.config import BatchConfig, RtlmConfig
 
 
@@ -84,7 +84,7 @@ class BatchController:
         self.deferred = 0  # admissions postponed to protect a running generation's deadline
         self._shrunk_for: str | None = None  # the generation the batch is shrunk for, while it runs
 
-    def select(self, queue: ReadyQueue, running: list[BatchMember], gens: dict[str, BatchMember],
+    def select(self, queue: ReadyQueue | QueueShare, running: list[BatchMember], gens: dict[str, BatchMember],
                now: float) -> Selection:
         """Entries to admit, in order, and running generations to suspend.
 
