@@ -1,10 +1,11 @@
 """Run metrics: per-task comparison of a live and a simulated run, plan throughput, and the
-seed-by-seed gap between two policies."""
+seed-by-seed gap between two policies (over every task, and over the tasks with the same plan)."""
 
 import math
 
 from llm_planner.domain.tasks import TaskRecord, TaskRequest, TaskState
 from llm_planner.domain.tuf import Tuf
+from llm_planner.lrtrace.compare import paired_gaps, same_plan_gaps
 from llm_planner.lrtrace.metrics import (
     by_level,
     paired_differences,
@@ -82,3 +83,25 @@ def test_paired_differences_compare_two_policies_seed_by_seed():
     assert paired_differences(reference, reference)["normal"] == {"mean": 0.0, "sem": 0.0, "min": 0.0, "max": 0.0,
                                                                   "seeds": 2}
     assert paired_differences(other[:1], reference[:1])["normal"]["sem"] is None
+
+
+def test_the_gap_over_the_same_plans_leaves_out_a_task_whose_plan_differed():
+    def planned(task_id, level, utility, plan):
+        r = executed(task_id, level, utility)
+        r.plan = plan
+        return r
+
+    # seed 0: the other run wrote task m's plan differently (and earned all of it);
+    # seed 1: every plan matched
+    reference = [[planned("n", "normal", 0.9, "a"), planned("m", "normal", 0.5, "b"), planned("u", "urgent", 1.0, "c")],
+                 [planned("n", "normal", 0.8, "a"), planned("m", "normal", 0.6, "b"), planned("u", "urgent", 1.0, "c")]]
+    other = [[planned("n", "normal", 0.7, "a"), planned("m", "normal", 1.0, "b2"), planned("u", "urgent", 1.0, "c")],
+             [planned("n", "normal", 0.4, "a"), planned("m", "normal", 0.6, "b"), planned("u", "urgent", 1.0, "c")]]
+    same = same_plan_gaps(other, reference)
+    assert (same["tasks"], same["of"]) == (5, 6)
+    # normal: seed 0 over n alone 90 - 70, seed 1 over n and m (140 - 100) / 2
+    assert same["normal"]["min"] == same["normal"]["max"] == 20.0
+    assert same["urgent"]["mean"] == 0.0
+    # over every task the differing plan turns seed 0's normal gap around: (140 - 170) / 2
+    assert paired_gaps({"timely": reference, "other": other})["other"]["normal"]["min"] == -15.0
+    assert same_plan_gaps(reference, reference) is None

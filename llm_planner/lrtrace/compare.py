@@ -303,8 +303,34 @@ def paired_gaps(runs: dict[str, list[list[TaskRecord]]], units: dict[str, int] |
     repeat in a live replay. `units`: planned units per task (see `by_level`)."""
     reference = paired_reference(list(runs))
     per_run = {label: [by_level(records, units) for records in label_runs] for label, label_runs in runs.items()}
-    return {label: {"reference": reference, **paired_differences(per_run[label], per_run[reference])}
-            for label in runs if label != reference}
+    out = {}
+    for label in runs:
+        if label != reference:
+            out[label] = {"reference": reference, **paired_differences(per_run[label], per_run[reference])}
+            same = same_plan_gaps(runs[label], runs[reference], units)
+            if same is not None:
+                out[label]["same_plans"] = same
+    return out
+
+
+def same_plan_gaps(runs: list[list[TaskRecord]], reference: list[list[TaskRecord]],
+                   units: dict[str, int] | None = None) -> dict | None:
+    """The gap of `paired_differences` over only the tasks that executed the same plan in both
+    runs of a seed, with how many those were ("tasks" of "of"); None when every plan matched.
+    A model writes a plan the same way under every policy only while its numerics are the same:
+    on the real engine a generation that is paused and re-prefilled can continue differently,
+    and a plan with more units earns a larger share of its maximum (only its first unit waits
+    for the engine), which a gap over every task would count as scheduling."""
+    kept_runs, kept_reference, same, total = [], [], 0, 0
+    for run, ref in zip(runs, reference):
+        ref_plans = {r.request.task_id: r.plan for r in original_tasks(ref)}
+        matched = {r.request.task_id for r in original_tasks(run) if ref_plans.get(r.request.task_id) == r.plan}
+        same, total = same + len(matched), total + len(ref_plans)
+        kept_runs.append(by_level([r for r in run if r.request.task_id in matched], units))
+        kept_reference.append(by_level([r for r in ref if r.request.task_id in matched], units))
+    if same == total:
+        return None
+    return {"tasks": same, "of": total, **paired_differences(kept_runs, kept_reference)}
 
 
 def recorded_plan_stats(traces: TraceSet, workload: Workload, config: PlannerConfig) -> dict | None:

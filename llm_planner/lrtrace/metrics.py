@@ -103,7 +103,7 @@ def paired_differences(runs: list[dict[str, dict]], reference: list[dict[str, di
     iterations vary from run to run), and sem, the mean's standard error (None with one seed),
     how far the mean itself may be from the gap more seeds would show."""
     out = {}
-    for level in reference[0] if reference else ():
+    for level in dict.fromkeys(level for ref in reference for level in ref):
         gaps = [ref[level]["utility_pct_of_max"] - run[level]["utility_pct_of_max"] for ref, run in zip(reference, runs)
                 if ref.get(level, {}).get("utility_pct_of_max") is not None
                 and run.get(level, {}).get("utility_pct_of_max") is not None]

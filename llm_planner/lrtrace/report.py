@@ -124,18 +124,30 @@ def recovery_lines(results: dict[str, dict]) -> list[str]:
 def paired_lines(results: dict[str, dict], over: str = "seeds") -> list[str]:
     """The reference run's utility % of max minus each other run's, seed by seed (`over`:
     what pairs them, "runs" for a live replay's repeats): a header, then per run and level the
-    mean gap, its standard error and (smallest..largest) single seed's."""
+    mean gap, its standard error and (smallest..largest) single seed's; below a run whose plans
+    differed from the reference's for some tasks, the same over only the tasks with the same plan."""
     paired = {label: per["paired"] for label, per in results.items() if "paired" in per}
     if not paired:
         return []
     first = next(iter(paired.values()))
-    seeds = max(g["seeds"] for level, g in first.items() if level != "reference")
+    seeds = max(g["seeds"] for g in first.values() if _is_gap(g))
     lines = [f"{first['reference']} minus each run, utility % of max, mean of {seeds} {over} "
              "± its standard error (smallest..largest):"]
     for label, gaps in paired.items():
-        lines.append(f"  {label:22s} " + "  ".join(f"{level} {_gap(g)}" for level, g in gaps.items()
-                                                if level != "reference"))
+        lines.append(f"  {label:22s} " + _gaps(gaps))
+        same = gaps.get("same_plans")
+        if same is not None:
+            lines.append(f"    same plans only ({same['tasks']} of {same['of']} tasks) " + _gaps(same))
     return lines
+
+
+def _gaps(gaps: dict) -> str:
+    return "  ".join(f"{level} {_gap(g)}" for level, g in gaps.items() if _is_gap(g))
+
+
+def _is_gap(g) -> bool:
+    """A level's gap in a run's `paired` entry (beside its reference's label and same-plan gaps)."""
+    return isinstance(g, dict) and "mean" in g
 
 
 def _gap(g: dict) -> str:

@@ -221,7 +221,7 @@ class BatchController:
         several times over: priced at it, a short segment would look hopeless where it earns,
         or in need of a smaller batch where it is done in time anyway."""
         entry, n = gen.entry, self._typical_remaining_tokens(gen)
-        return entry.tuf.utility(now + fast(n) - entry.ref_s) > entry.tuf.utility(now + slow(n) - entry.ref_s)
+        return entry.utility_lost(now + fast(n), now + slow(n)) > 0
 
     def _critical(self, batch: list[BatchMember]) -> BatchMember | None:
         """The running generation others may be suspended for: the most important (largest
@@ -260,7 +260,7 @@ class BatchController:
         `step` seconds a token."""
         finish = now + tokens * step
         delayed = finish + self._remaining_tokens(other) * step + self.engine.predict_step_s(1, 0, resumes=1)
-        return entry.tuf.utility(delayed - entry.ref_s) < entry.tuf.utility(finish - entry.ref_s)
+        return entry.utility_lost(finish, delayed) > 0
 
     def _keeps_deadlines(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
                          now: float, newcomer: BatchMember, entry: QueueEntry) -> bool:
@@ -291,10 +291,8 @@ class BatchController:
                 at_risk = True
                 wait = max(wait, alone)
             if self.guard_by_importance and gen.entry is not None:
-                tuf, ref = gen.entry.tuf, gen.entry.ref_s
-                loss += tuf.utility(now + alone - ref) - tuf.utility(now + joined - ref)
+                loss += gen.entry.utility_lost(now + alone, now + joined)
         if not at_risk:
             return True
-        tuf, ref = entry.tuf, entry.ref_s
         own = first + (self._typical_remaining_tokens(newcomer) - 1) * step
-        return tuf.utility(now + own - ref) - tuf.utility(now + wait + own - ref) >= loss
+        return entry.utility_lost(now + own, now + wait + own) >= loss

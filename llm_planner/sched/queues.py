@@ -72,6 +72,10 @@ class QueueEntry:
     def latest_start_s(self) -> float:
         return latest_start(self.tuf, self.ref_s, self.gen_time_s)
 
+    def utility_lost(self, done_s: float, delayed_s: float) -> float:
+        """What the segment's unit earns less when it is done at `delayed_s` instead of `done_s`."""
+        return self.tuf.utility(done_s - self.ref_s) - self.tuf.utility(delayed_s - self.ref_s)
+
 
 class ReadyQueue(ABC):
     def __init__(self) -> None:
