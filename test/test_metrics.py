@@ -13,6 +13,7 @@ from llm_planner.lrtrace.metrics import (
     summarize,
     task_differences,
 )
+from llm_planner.lrtrace.report import paired_lines
 
 
 def record(task_id, robot, arrival, finished, response, level="normal"):
@@ -103,5 +104,9 @@ def test_the_gap_over_the_same_plans_leaves_out_a_task_whose_plan_differed():
     assert same["normal"]["min"] == same["normal"]["max"] == 20.0
     assert same["urgent"]["mean"] == 0.0
     # over every task the differing plan turns seed 0's normal gap around: (140 - 170) / 2
-    assert paired_gaps({"timely": reference, "other": other})["other"]["normal"]["min"] == -15.0
+    gaps = paired_gaps({"timely": reference, "other": other})["other"]
+    assert gaps["normal"]["min"] == -15.0
+    header, every_task, same_only = paired_lines({"timely": {}, "other": {"paired": gaps}})
+    assert "mean of 2 seeds" in header and every_task.split()[0] == "other"
+    assert same_only.strip().startswith("same plans only (5 of 6 tasks) normal +20.0")
     assert same_plan_gaps(reference, reference) is None
