@@ -208,14 +208,15 @@ def task_differences(live: list[TaskRecord], simulated: list[TaskRecord],
         if s is None or not (math.isfinite(r.response_time_s) and math.isfinite(s.response_time_s)):
             continue
         task_id = r.request.task_id
-        sent_live = (live_first_sent_s or {}).get(task_id, _first_sent_s(r))
+        sent_live = (live_first_sent_s or {}).get(task_id, first_sent_s(r))
         rows.append({"task": task_id, "robot": r.request.robot_id, "level": r.request.urgency_name,
                      "response_live_s": r.response_time_s, "response_sim_s": s.response_time_s,
                      "difference_s": r.response_time_s - s.response_time_s,
-                     "first_sent_live_s": sent_live, "first_sent_sim_s": _first_sent_s(s),
+                     "first_sent_live_s": sent_live, "first_sent_sim_s": first_sent_s(s),
                      "robot_busy_live_s": busy_live[task_id], "robot_busy_sim_s": busy_sim[task_id]})
     return sorted(rows, key=lambda row: -row["difference_s"])
 
 
-def _first_sent_s(record: TaskRecord) -> float:
+def first_sent_s(record: TaskRecord) -> float:
+    """Seconds from the task's arrival to its first segment's dispatch (NaN if none was sent)."""
     return record.segments[0].dispatched_s - record.request.arrival_s if record.segments else math.nan

@@ -13,9 +13,7 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 
-
-def first_sent(record) -> float:
-    return record.segments[0].dispatched_s - record.request.arrival_s if record.segments else float("nan")
+from llm_planner.lrtrace.metrics import first_sent_s
 
 
 def show(runs: dict, first: str, second: str) -> None:
@@ -28,7 +26,7 @@ def show(runs: dict, first: str, second: str) -> None:
             gained[a.request.urgency_name] += a.utility - b.utility
             same = "same plan" if a.plan == b.plan else "plans differ"
             print(f"  {a.request.task_id:8s} {a.request.urgency_name:7s} {a.utility:6.2f} / {a.max_utility:4.1f} "
-                  f"{first_sent(a):6.2f} | {b.utility:6.2f} / {b.max_utility:4.1f} {first_sent(b):6.2f}  {same}")
+                  f"{first_sent_s(a):6.2f} | {b.utility:6.2f} / {b.max_utility:4.1f} {first_sent_s(b):6.2f}  {same}")
         print(f"  {first} minus {second}, utility: " + ", ".join(f"{level} {gain:+.2f}" for level, gain in gained.items()))
 
 
