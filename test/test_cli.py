@@ -167,6 +167,24 @@ def test_each_seed_starts_its_runs_one_variant_further_on(monkeypatch):
             [[r.utility for r in run.records] for run in alone.runs[label]]
 
 
+def test_again_runs_timely_a_second_time_and_its_gap_in_simulation_is_zero(tmp_path, capsys):
+    out = tmp_path / "o.json"
+    assert lrtrace_main(["compare", "config/jobs/urgent_under_load.yaml", "--traces", "config/traces/timely_tasks.yaml",
+                         "--policies", "timely,vllm", "--ablation", "hold", "--again", "--seeds", "2",
+                         "--json", str(out), "--no-plots", "--quiet"]) == 0
+    result = json.loads(out.read_text())
+    assert list(result) == ["timely", "vllm", "timely -hold", "timely again", "recorded traces"]
+    again, timely = result["timely again"], result["timely"]
+    for level in ("normal", "urgent"):
+        assert again[level] == timely[level]  # the same planner on a deterministic engine
+        assert again["paired"][level] == {"mean": 0.0, "sem": 0.0, "min": 0.0, "max": 0.0, "seeds": 2}
+    assert result["vllm"]["paired"]["urgent"]["mean"] != 0.0  # a policy that differs does not pair to zero
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "timely again normal +0.0" in printed
+    assert lrtrace_main(["compare", "wid3", "--policies", "vllm", "--again", "--no-plots", "--quiet"]) == 2
+    assert "add timely to --policies" in " ".join(capsys.readouterr().err.split())
+
+
 def test_save_traces_needs_the_real_engine(tmp_path, capsys):
     assert lrtrace_main(["compare", "wid1", "--duration", "30", "--save-traces", str(tmp_path / "t.yaml"),
                          "--no-plots", "--quiet"]) == 2

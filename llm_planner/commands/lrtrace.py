@@ -35,7 +35,7 @@ def cmd_compare(args) -> int:
     config = planner_config(args)
     policies = parse_policies(args.policies)
     runs_of = variants(policies, config, parse_ablation(args.ablation), parse_counts(args.replicas),
-                       parse_placements(args.placement))
+                       parse_placements(args.placement), args.again)
     source = resolve_workload(args.workload, args.traces, config, args.duration, args.speed,
                               parse_levels(args.levels, config))
     if args.save_traces and config.engine != "vllm":
@@ -106,6 +106,7 @@ def cmd_simulate(args) -> int:
     args.policies = args.policy
     args.seeds = 1
     args.ablation = None
+    args.again = False
     return cmd_compare(args)
 
 
@@ -218,6 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run timely with each of what it adds to the paper's algorithm switched off alone "
                         f"({', '.join(ABLATIONS[:-1])}), and with the other segment-length estimate (predictor: "
                         "none vs auto); a comma-separated list runs only those")
+    p.add_argument("--again", action="store_true",
+                   help="also run timely a second time, unchanged (\"timely again\"): on a real engine its "
+                        "paired gap to timely is how far two runs of the same planner differ, the noise the "
+                        "other gaps are read against; zero in simulation")
     p.add_argument("--seeds", type=int, default=1,
                    help="runs per policy; a preset is recomposed per seed, a file's jobs are kept "
                         "and the seed draws the execution times not recorded in the jobs")

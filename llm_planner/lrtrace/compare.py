@@ -207,11 +207,20 @@ def cut(workload: Workload, duration_s: float | None) -> Workload:
     return workload.model_copy(update={"jobs": jobs, "duration_s": min(workload.duration_s, duration_s)})
 
 
+# `timely` once more, unchanged: on a real engine its paired gap to `timely` is how far two
+# runs of the same planner differ, the noise every other gap is read against (zero in simulation).
+AGAIN_LABEL = "timely again"
+
+
 def variants(policies: list[str], config: PlannerConfig, ablation: Sequence[str] = (),
-             replicas: list[int] | None = None, placements: list[str] | None = None) -> list[Variant]:
-    """The policies, and `timely` with each `ablation` switch (of ABLATIONS) off. With
-    `replicas` (counts) or `placements`, each policy on each count of engine replicas, several
-    of them under each placement (labels `timely x2 deadline`)."""
+             replicas: list[int] | None = None, placements: list[str] | None = None,
+             again: bool = False) -> list[Variant]:
+    """The policies, `timely` with each `ablation` switch (of ABLATIONS) off, and with `again`
+    `timely` a second time (AGAIN_LABEL). With `replicas` (counts) or `placements`, each policy
+    on each count of engine replicas, several of them under each placement (labels `timely x2
+    deadline`)."""
+    if again and "timely" not in policies:
+        raise ValueError("--again runs timely a second time, to pair with timely: add timely to --policies")
     if replicas or placements:
         runs = []
         for p in policies:
@@ -221,7 +230,8 @@ def variants(policies: list[str], config: PlannerConfig, ablation: Sequence[str]
                     runs.append(Variant(label, p, config.model_copy(update={"replicas": n, "placement": placement})))
     else:
         runs = [Variant(p, p, config) for p in policies]
-    return runs + [_without(switch, config) for switch in ablation]
+    return runs + [_without(switch, config) for switch in ablation] + ([Variant(AGAIN_LABEL, "timely", config)]
+                                                                       if again else [])
 
 
 def _without(switch: str, config: PlannerConfig) -> Variant:
