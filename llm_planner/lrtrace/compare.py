@@ -230,8 +230,9 @@ def variants(policies: list[str], config: PlannerConfig, ablation: Sequence[str]
                     runs.append(Variant(label, p, config.model_copy(update={"replicas": n, "placement": placement})))
     else:
         runs = [Variant(p, p, config) for p in policies]
-    return runs + [_without(switch, config) for switch in ablation] + ([Variant(AGAIN_LABEL, "timely", config)]
-                                                                       if again else [])
+    ablated = [_without(switch, config) for switch in ablation]
+    repeated = [Variant(AGAIN_LABEL, "timely", config)] if again else []
+    return runs + ablated + repeated
 
 
 def _without(switch: str, config: PlannerConfig) -> Variant:

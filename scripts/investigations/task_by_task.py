@@ -9,7 +9,7 @@ level, the sum of the utility differences. The arguments after the two run label
     . scripts/env.sh && python scripts/investigations/task_by_task.py timely "timely -hold" \\
         --config out/base-model.yaml compare config/jobs/urgent_under_load.yaml \\
         --traces config/traces/timely_tasks.yaml --engine vllm --policies timely --ablation hold \\
-        --seeds 3 --no-plots"""
+        --seeds 4 --no-plots --quiet"""
 
 from __future__ import annotations
 
