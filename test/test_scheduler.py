@@ -457,3 +457,54 @@ def test_a_batch_shrunk_for_an_urgent_generation_stays_shrunk_while_it_runs_alon
     urgent.entry, urgent.deadline_s = entry("urgent", URGENT.resumed(), 5.0), 5.3  # its next segment has slack
     later = controller.select(queue, [urgent], gens, now=0.2)
     assert [e.gen_id for e in later.admitted] == ["normal"]  # keeping it out no longer pays
+
+
+def test_a_less_important_newcomer_waits_while_its_company_would_slow_an_urgent_segment():
+    """An urgent segment of 20 tokens due at 0.2 s is in time alone (0.15 s) and late in a
+    batch of two (0.3 s). A normal task whose robot is busy for 9 s can wait for it, so it is
+    not admitted (it would be prefilled only to be suspended the next iteration); one that
+    has waited 0.9 s of its 1 s cannot wait and joins; once the urgent segment has slack, the
+    first joins too."""
+    from llm_planner.sched.batch import BatchController
+    from llm_planner.settings.config import BatchConfig
+
+    engine = _engine_stepping(step_per_sequence_s=0.0075)
+
+    def admitted(normal_ref, urgent_slack=False):
+        urgent = _running("urgent", entry("urgent", URGENT, 0.0), deadline_s=0.2)
+        if urgent_slack:  # a later segment, due in 5 s
+            urgent.entry, urgent.deadline_s = entry("urgent", URGENT.resumed(), 5.0), 5.3
+        normal = _running("normal", entry("normal", NORMAL, normal_ref), deadline_s=normal_ref + 1.0)
+        normal.in_engine, normal.replica = False, None
+        controller = BatchController(BatchConfig(max_batch_size=4), engine, latency_guided=False, preemptive=True,
+                                     shrink=True)
+        queue = PudQueue()
+        queue.push(normal.entry)
+        selection = controller.select(queue, [urgent], {"urgent": urgent, "normal": normal}, now=0.0)
+        return [e.gen_id for e in selection.admitted]
+
+    assert admitted(normal_ref=9.0) == []
+    assert admitted(normal_ref=-0.9) == ["normal"]
+    assert admitted(normal_ref=9.0, urgent_slack=True) == ["normal"]
+
+
+def test_generations_kept_out_for_an_urgent_segment_stay_out_for_the_next_one_they_would_slow():
+    """Two urgent generations decode; the normal one suspended for the first stays out when
+    that one's segment ends, since its return would slow the second (it does not come back
+    only to be suspended again), and returns once no urgent segment is at risk."""
+    from llm_planner.sched.batch import BatchController
+    from llm_planner.settings.config import BatchConfig
+
+    engine = _engine_stepping(step_per_sequence_s=0.0075)
+    first = _running("first", entry("first", URGENT, 0.0), deadline_s=0.2)
+    second = _running("second", entry("second", URGENT, 0.0), deadline_s=0.3)
+    normal = _running("normal", entry("normal", NORMAL, 9.0), deadline_s=10.0)  # its robot is busy for 9 s
+    gens = {"first": first, "second": second, "normal": normal}
+    controller = BatchController(BatchConfig(max_batch_size=3), engine, latency_guided=False, preemptive=True,
+                                 shrink=True)
+    queue = PudQueue()
+    assert controller.select(queue, [first, second, normal], gens, now=0.0).shrunk == [normal]
+    queue.push(normal.entry)
+    assert not controller.select(queue, [second], gens, now=0.05).admitted
+    second.entry, second.deadline_s = entry("second", URGENT.resumed(), 5.0), 5.3  # its next segment has slack
+    assert [e.gen_id for e in controller.select(queue, [second], gens, now=0.1).admitted] == ["normal"]

@@ -17,11 +17,14 @@
   never a more important one that would lose utility by waiting, its segment priced at its
   typical length: priced at l_max, a short urgent segment may look lost);
 - shrinking (`timely`): while a more important generation (larger TUF beta: an urgent task)
-  decodes, running generations that can afford to wait for it without losing utility (their
-  robots are busy long enough, or their segment's utility is already lost) are suspended and
-  kept out while their return would cost it utility (its segment priced at its skill set's
-  typical length), so the important one decodes at a small batch's step time. They return
-  when it leaves the batch, its segment has slack, or it could not earn more either way;
+  decodes, less important ones that can afford to wait for it without losing utility (their
+  robots are busy long enough, or their segment's utility is already lost) are suspended if
+  running, and kept out if queued, while their company would cost it utility (its segment
+  priced at its skill set's typical length), so the important one decodes at a small batch's
+  step time. The rule holds for whichever generation is the most important one running: a
+  newcomer is not prefilled beside an urgent segment only to be suspended the next
+  iteration, and one kept out for a segment that ends stays out while it would slow the
+  next. They join once no more important segment would earn less in their company;
 - consolidation (`rtlm`, RT-LM's dynamic consolidation): at most b generations, and one joins
   a running batch only if its predicted remaining tokens are within a factor e^lambda of the
   batch's median, so generations of similar length run together.
@@ -82,7 +85,6 @@ class BatchController:
         self.engine = engine
         self.replica = replica  # which replica `engine` is
         self.deferred = 0  # admissions postponed to protect a running generation's deadline
-        self._shrunk_for: str | None = None  # the generation the batch is shrunk for, while it runs
 
     def select(self, queue: ReadyQueue | QueueShare, running: list[BatchMember], gens: dict[str, BatchMember],
                now: float) -> Selection:
@@ -100,13 +102,11 @@ class BatchController:
         resumes = 0
         kv_free = self.engine.kv_free_tokens()
         critical = self._critical(batch)
-        if critical is None or critical.task_id != self._shrunk_for:
-            self._shrunk_for = None
         for entry in queue.in_order(now):
             gen = gens[entry.gen_id]
-            if self._shrunk_for is not None and self._can_wait_for(gen, entry, critical, batch, context, now) \
+            if critical is not None and self._can_wait_for(gen, entry, critical, batch, context, now) \
                     and self._slows(critical, gen, batch, context, now):
-                break  # the batch is shrunk for a more important generation: this one can wait
+                continue  # it can wait for a more important generation its company would slow down
             if self.consolidation is not None and not self._consolidates(gen, batch):
                 break  # it waits for a batch of its length (the batch drains meanwhile)
             victim = None
@@ -140,14 +140,11 @@ class BatchController:
             prefill_total += prefill
             resumes += int(resume)
             kv_free -= kv_needed
-            if self.shrink and (critical is None or entry.tuf.beta > critical.entry.tuf.beta):
-                critical = self._critical(batch)
+            critical = self._critical(batch)
         shrunk: list[BatchMember] = []
         if critical is not None:
             shrunk = self._shrink_for(critical, [g for g in batch if g in victims], batch, context, prefill_total,
                                       resumes, now)
-            if shrunk:
-                self._shrunk_for = critical.task_id
         return Selection(admitted, preempted, shrunk)
 
     def _protected(self, gen: BatchMember, newcomer: BatchMember, batch: list[BatchMember], context: int,
@@ -224,16 +221,11 @@ class BatchController:
         return entry.utility_lost(now + fast(n), now + slow(n)) > 0
 
     def _critical(self, batch: list[BatchMember]) -> BatchMember | None:
-        """The running generation others may be suspended for: the most important (largest
-        beta, then earliest deadline), if anything in the batch is less important."""
+        """The running generation less important ones may be suspended or kept out for: the
+        most important (largest beta, then earliest deadline)."""
         if not self.shrink or not batch:
             return None
-        critical = max(batch, key=lambda g: (g.entry.tuf.beta, -g.deadline_s))
-        if critical.task_id == self._shrunk_for:
-            return critical  # the batch is shrunk for it, even once it runs alone: the others stay out
-        if all(g.entry.tuf.beta >= critical.entry.tuf.beta for g in batch):
-            return None
-        return critical
+        return max(batch, key=lambda g: (g.entry.tuf.beta, -g.deadline_s))
 
     @staticmethod
     def _remaining_tokens(gen: BatchMember) -> int:
