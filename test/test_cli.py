@@ -4,7 +4,7 @@ from test_importer import ARTIFACT_JOBS, ARTIFACT_TRACES
 
 from llm_planner.commands.lrtrace import main as lrtrace_main
 from llm_planner.commands.maintenance import main as planner_main
-from llm_planner.lrtrace.compare import compare, generated_traces, resolve_workload, variants
+from llm_planner.lrtrace.compare import compare, generated_traces, paired_reference, resolve_workload, variants
 from llm_planner.lrtrace.formats import save
 from llm_planner.lrtrace.metrics import METRIC_KEYS
 from llm_planner.settings.config import load_planner_config
@@ -183,6 +183,23 @@ def test_again_runs_timely_a_second_time_and_its_gap_in_simulation_is_zero(tmp_p
     assert "timely again normal +0.0" in printed
     assert lrtrace_main(["compare", "wid3", "--policies", "vllm", "--again", "--no-plots", "--quiet"]) == 2
     assert "add timely to --policies" in " ".join(capsys.readouterr().err.split())
+
+
+def test_with_replicas_the_ablation_and_second_run_take_the_engines_of_the_timely_run_they_pair_with():
+    config = load_planner_config()
+    runs_of = variants(["vllm", "timely"], config, ablation=["hold"], replicas=[2, 1], placements=["deadline"],
+                       again=True)
+    labels = [v.label for v in runs_of]
+    assert labels == ["vllm x2 deadline", "vllm x1", "timely x2 deadline", "timely x1",
+                      "timely x2 deadline -hold", "timely x2 deadline again"]
+    reference = paired_reference(labels)
+    assert reference == "timely x2 deadline"
+    engines = {v.label: (v.config.replicas, v.config.placement) for v in runs_of}
+    assert engines["timely x2 deadline -hold"] == engines["timely x2 deadline again"] == engines[reference] == \
+        (2, "deadline")
+    assert not runs_of[4].config.features.hold and runs_of[5].config.features == runs_of[2].config.features
+    assert paired_reference(["vllm", "timely", "timely again"]) == "timely"
+    assert paired_reference(["vllm", "fcfs"]) == "vllm"
 
 
 def test_save_traces_needs_the_real_engine(tmp_path, capsys):

@@ -8,7 +8,8 @@ import pytest
 import ros_fixtures  # noqa: F401  (requires the built workspace)
 
 from llm_planner.commands.lrtrace import main
-from llm_planner.ros.replay import read_recording
+from llm_planner.domain.tasks import TaskState
+from llm_planner.ros.replay import read_recording, read_tasks
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -53,10 +54,10 @@ def test_replay_of_one_level_sends_only_its_jobs(tmp_path):
                  "--record", str(rec), "--json", str(out), "--grace", "60"]) == 0
     result = json.loads(out.read_text())["timely"]
     assert "normal" not in result and result["urgent"]["tasks"] == len(urgent.jobs)
-    tasks, statuses = read_recording(rec)
-    assert sorted(m.task_id for _, m in tasks) == sorted(j.task_id for j in urgent.jobs)
-    assert {m.task_id for _, m in statuses if m.state == 4} == {m.task_id for _, m in tasks}
-    published = {m.task_id: t for t, m in tasks}
+    recorded = read_tasks(rec)
+    published = recorded.published
+    assert sorted(published) == sorted(j.task_id for j in urgent.jobs) and recorded.urgent == set(published)
+    assert set(recorded.reached(TaskState.SUCCEEDED)) == set(published)
     first = min(urgent.jobs, key=lambda j: j.arrival_s)
     for job in urgent.jobs:  # the gaps of the whole workload, not closed up
         gap = published[job.task_id] - published[first.task_id]

@@ -207,18 +207,16 @@ def cut(workload: Workload, duration_s: float | None) -> Workload:
     return workload.model_copy(update={"jobs": jobs, "duration_s": min(workload.duration_s, duration_s)})
 
 
-# `timely` once more, unchanged: on a real engine its paired gap to `timely` is how far two
-# runs of the same planner differ, the noise every other gap is read against (zero in simulation).
-AGAIN_LABEL = "timely again"
-
-
 def variants(policies: list[str], config: PlannerConfig, ablation: Sequence[str] = (),
              replicas: list[int] | None = None, placements: list[str] | None = None,
              again: bool = False) -> list[Variant]:
     """The policies, `timely` with each `ablation` switch (of ABLATIONS) off, and with `again`
-    `timely` a second time (AGAIN_LABEL). With `replicas` (counts) or `placements`, each policy
+    `timely` a second time, unchanged (`timely again`: on a real engine its paired gap to
+    `timely` is how far two runs of the same planner differ, the noise every other gap is read
+    against; zero in simulation). With `replicas` (counts) or `placements`, each policy
     on each count of engine replicas, several of them under each placement (labels `timely x2
-    deadline`)."""
+    deadline`); the ablation and the second run then take the first `timely` variant's engines
+    and name it (`timely x1 -hold`), as it is the run they are paired with."""
     if again and "timely" not in policies:
         raise ValueError("--again runs timely a second time, to pair with timely: add timely to --policies")
     if replicas or placements:
@@ -230,21 +228,23 @@ def variants(policies: list[str], config: PlannerConfig, ablation: Sequence[str]
                     runs.append(Variant(label, p, config.model_copy(update={"replicas": n, "placement": placement})))
     else:
         runs = [Variant(p, p, config) for p in policies]
-    ablated = [_without(switch, config) for switch in ablation]
-    repeated = [Variant(AGAIN_LABEL, "timely", config)] if again else []
+    timely = next((v for v in runs if v.policy == "timely"), Variant(PAIRED_REFERENCE, "timely", config))
+    ablated = [_without(switch, timely) for switch in ablation]
+    repeated = [Variant(f"{timely.label} again", "timely", timely.config)] if again else []
     return runs + ablated + repeated
 
 
-def _without(switch: str, config: PlannerConfig) -> Variant:
+def _without(switch: str, timely: Variant) -> Variant:
     """`timely` with one ablation switch off (`predictor`: the other segment-length estimate)."""
+    config = timely.config
     if switch == "predictor":
         other = "auto" if config.predictor == "none" else "none"
-        return Variant(f"timely predictor={other}", "timely", config.model_copy(update={"predictor": other}))
+        return Variant(f"{timely.label} predictor={other}", "timely", config.model_copy(update={"predictor": other}))
     if switch == "latency-guided":
         update = {"batch": config.batch.model_copy(update={"latency_guided": False})}
     else:
         update = {"features": config.features.model_copy(update={switch.replace("-", "_"): False})}
-    return Variant(f"timely -{switch}", "timely", config.model_copy(update=update))
+    return Variant(f"{timely.label} -{switch}", "timely", config.model_copy(update=update))
 
 
 def run_order(runs_of: list[T], seed: int) -> list[T]:
@@ -304,8 +304,10 @@ def compare(source: WorkloadSource, runs_of: list[Variant], config: PlannerConfi
 
 
 def paired_reference(labels: list[str]) -> str:
-    """The run the others are paired with: `timely` if it ran, else the first."""
-    return PAIRED_REFERENCE if PAIRED_REFERENCE in labels else labels[0]
+    """The run the others are paired with: `timely` (with replicas its first variant,
+    `timely x1`) if it ran, else the first."""
+    return next((label for label in labels if label == PAIRED_REFERENCE or label.startswith(f"{PAIRED_REFERENCE} x")),
+                labels[0])
 
 
 def paired_gaps(runs: dict[str, list[list[TaskRecord]]], units: dict[str, int] | None = None) -> dict[str, dict]:

@@ -9,6 +9,7 @@ import statistics
 import threading
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -99,22 +100,41 @@ def read_recording(path: str | Path) -> tuple[list, list]:
     return tasks, statuses
 
 
-def first_in_state(statuses: list, state: TaskState) -> dict[str, float]:
-    """Per task: the time of its first recorded status in `state`."""
-    first: dict[str, float] = {}
-    for t, msg in statuses:
-        if msg.state == state:
-            first.setdefault(msg.task_id, t)
-    return first
+@dataclass
+class RecordedTasks:
+    """The tasks of a recording: when each was published (log time, s), to which robot, which
+    were urgent, and the statuses recorded."""
+    published: dict[str, float]
+    robot: dict[str, str]
+    urgent: set[str]
+    statuses: list
+
+    @property
+    def start(self) -> float:
+        """The first task's publication."""
+        return min(self.published.values(), default=0.0)
+
+    def reached(self, state: TaskState) -> dict[str, float]:
+        """Per task: the time of its first recorded status in `state`."""
+        first: dict[str, float] = {}
+        for t, msg in self.statuses:
+            if msg.state == state:
+                first.setdefault(msg.task_id, t)
+        return first
+
+
+def read_tasks(path: str | Path) -> RecordedTasks:
+    tasks, statuses = read_recording(path)
+    return RecordedTasks({msg.task_id: t for t, msg in tasks}, {msg.task_id: msg.robot_id for _, msg in tasks},
+                         {msg.task_id for _, msg in tasks if msg.urgency > 0}, statuses)
 
 
 def first_sent_after_arrival(path: str | Path) -> dict[str, float]:
     """Per task in a recording: its first segment sent to the robot (EXECUTING), seconds after
     it was queued."""
-    _, statuses = read_recording(path)
-    queued = first_in_state(statuses, TaskState.QUEUED)
-    sent = first_in_state(statuses, TaskState.EXECUTING)
-    return {task: t - queued[task] for task, t in sent.items() if task in queued}
+    recorded = read_tasks(path)
+    queued = recorded.reached(TaskState.QUEUED)
+    return {task: t - queued[task] for task, t in recorded.reached(TaskState.EXECUTING).items() if task in queued}
 
 
 def records_from_recording(path: str | Path, config: PlannerConfig, traces: TraceSet | None = None) -> list[TaskRecord]:

@@ -174,13 +174,15 @@ class BatchController:
         loss. Empty if no such set helps: a suspension and its resume are not free. The next
         iteration, at either batch size, also prefills the `prefill` tokens and `resumes` of
         this decision's admissions (the critical generation's own prompt, if just admitted)."""
+        waiting = [g for g in sorted(candidates, key=lambda g: -(g.deadline_s - now))  # most slack first
+                   if self._can_wait_for(g, g.entry, critical, batch, context, now)]
+        if not waiting:  # e.g. a batch of equally important generations
+            return []
         step = self.engine.predict_step_s(len(batch), context)
         first = self.engine.predict_step_s(len(batch), context, prefill, resumes)
         chosen: list[BatchMember] = []
         smaller, small_context = list(batch), context
-        for g in sorted(candidates, key=lambda g: -(g.deadline_s - now)):  # most slack first
-            if not self._can_wait_for(g, g.entry, critical, batch, context, now):
-                continue
+        for g in waiting:
             chosen.append(g)
             smaller.remove(g)
             small_context -= self.engine.context_tokens(g.task_id)

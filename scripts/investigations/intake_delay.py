@@ -16,7 +16,7 @@ import argparse
 import statistics
 
 from llm_planner.domain.tasks import TaskState
-from llm_planner.ros.replay import first_in_state, read_recording
+from llm_planner.ros.replay import read_tasks
 
 
 def main() -> None:
@@ -25,13 +25,11 @@ def main() -> None:
     parser.add_argument("--held", type=float, default=0.2, help="list tasks admitted this long after QUEUED")
     args = parser.parse_args()
     for path in args.recordings:
-        tasks, statuses = read_recording(path)
-        published = {msg.task_id: t for t, msg in tasks}
-        urgent = {msg.task_id for _, msg in tasks if msg.urgency > 0}
-        queued, sent = first_in_state(statuses, TaskState.QUEUED), first_in_state(statuses, TaskState.EXECUTING)
-        admitted = first_in_state(statuses, TaskState.GENERATING)
+        recorded = read_tasks(path)
+        published, urgent, start = recorded.published, recorded.urgent, recorded.start
+        queued, sent = recorded.reached(TaskState.QUEUED), recorded.reached(TaskState.EXECUTING)
+        admitted = recorded.reached(TaskState.GENERATING)
         delay = {task: queued[task] - published[task] for task in queued if task in published}
-        start = min(published.values(), default=0.0)
         print(path)
         for name, ids in (("all", list(delay)), ("urgent", [t for t in delay if t in urgent])):
             if ids:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from llm_planner.domain.tasks import TaskState
-from llm_planner.ros.replay import first_in_state, read_recording
+from llm_planner.ros.replay import read_tasks
 
 
 def main() -> None:
@@ -19,18 +19,17 @@ def main() -> None:
     parser.add_argument("--least", type=float, default=0.2, help="list tasks whose robot started this late")
     args = parser.parse_args()
     for path in args.recordings:
-        tasks, statuses = read_recording(path)
-        published = {msg.task_id: t for t, msg in tasks}
-        robot = {msg.task_id: msg.robot_id for _, msg in tasks}
-        start = min(published.values(), default=0.0)
-        queued, sent = first_in_state(statuses, TaskState.QUEUED), first_in_state(statuses, TaskState.EXECUTING)
-        response = {msg.task_id: msg.response_time_s for _, msg in statuses if msg.state == TaskState.SUCCEEDED}
+        recorded = read_tasks(path)
+        published, start = recorded.published, recorded.start
+        queued, sent = recorded.reached(TaskState.QUEUED), recorded.reached(TaskState.EXECUTING)
+        response = {msg.task_id: msg.response_time_s for _, msg in recorded.statuses
+                    if msg.state == TaskState.SUCCEEDED}
         print(path)
         for task in sorted(set(sent) & set(response) & set(queued), key=published.get):
             to_send = sent[task] - queued[task]
             late = response[task] - to_send
             if late >= args.least:
-                print(f"  {task} ({robot[task]}): published at {published[task] - start:.2f} s, sent after "
+                print(f"  {task} ({recorded.robot[task]}): published at {published[task] - start:.2f} s, sent after "
                       f"{to_send:.2f} s, started {late:.2f} s after that")
 
 

@@ -73,17 +73,12 @@ def run(log_path: str, argv: list[str]) -> int:
 
 def show(log_path: str, recordings: list[str]) -> None:
     from llm_planner.domain.tasks import TaskState
-    from llm_planner.ros.replay import read_recording
+    from llm_planner.ros.replay import read_tasks
 
     rows = [json.loads(line) for line in open(log_path)]
     for recording in recordings:
-        tasks, statuses = read_recording(recording)
-        queued, sent = {}, {}
-        for t, msg in statuses:
-            if msg.state == TaskState.QUEUED:
-                queued.setdefault(msg.task_id, t)
-            elif msg.state == TaskState.EXECUTING:
-                sent.setdefault(msg.task_id, t)
+        recorded = read_tasks(recording)
+        queued, sent = recorded.reached(TaskState.QUEUED), recorded.reached(TaskState.EXECUTING)
         policies = sorted({r["policy"] for r in rows if r["policy"]})
         # a recording of several policies' replay ends in -<policy>; a one-policy log needs no name
         policy = next((p for p in policies if Path(recording).stem.endswith(f"-{p}")),
@@ -92,7 +87,7 @@ def show(log_path: str, recordings: list[str]) -> None:
             sys.exit(f"{recording}: its name ends in none of the logged policies ({', '.join(policies)})")
         mine = [r for r in rows if r["policy"] == policy]
         print(f"== {recording} ({policy})")
-        for task_id in sorted((m.task_id for _, m in tasks if m.urgency > 0), key=lambda i: queued.get(i, 0.0)):
+        for task_id in sorted(recorded.urgent, key=lambda i: queued.get(i, 0.0)):
             if task_id not in sent:
                 print(f"{task_id}: no segment sent")
                 continue
