@@ -124,6 +124,7 @@ class RecordedTasks:
 
 
 def read_tasks(path: str | Path) -> RecordedTasks:
+    """The tasks of a recording of `lrtrace replay`, with their statuses."""
     tasks, statuses = read_recording(path)
     return RecordedTasks({msg.task_id: t for t, msg in tasks}, {msg.task_id: msg.robot_id for _, msg in tasks},
                          {msg.task_id for _, msg in tasks if msg.urgency > 0}, statuses)
