@@ -488,6 +488,28 @@ def test_a_less_important_newcomer_waits_while_its_company_would_slow_an_urgent_
     assert admitted(normal_ref=9.0, urgent_slack=True) == ["normal"]
 
 
+def test_a_generation_whose_segment_may_still_end_in_time_is_not_suspended_as_if_it_were_lost():
+    """An urgent segment of typically 8 tokens is late in a batch of two and in time alone.
+    A normal first segment due in 0.1 s, expected at 20 tokens (0.8 s here, past its cutoff
+    whether it waits or not), may end at its next token: suspending it could cost it its
+    unit, so it stays. One whose robot is busy for 9 s is suspended."""
+    from llm_planner.sched.batch import BatchController
+    from llm_planner.settings.config import BatchConfig
+
+    engine = _engine_stepping(step_per_sequence_s=0.02)
+
+    def shrunk(normal_ref):
+        urgent = _running("urgent", entry("urgent", URGENT, 0.0), deadline_s=0.2, typical=8)
+        normal = _running("normal", entry("normal", NORMAL, normal_ref), deadline_s=normal_ref + 1.0)
+        controller = BatchController(BatchConfig(max_batch_size=4), engine, latency_guided=False, preemptive=True,
+                                     shrink=True)
+        selection = controller.select(PudQueue(), [urgent, normal], {"urgent": urgent, "normal": normal}, now=0.0)
+        return [g.task_id for g in selection.shrunk]
+
+    assert shrunk(normal_ref=-0.9) == []
+    assert shrunk(normal_ref=9.0) == ["normal"]
+
+
 def test_generations_kept_out_for_an_urgent_segment_stay_out_for_the_next_one_they_would_slow():
     """Two urgent generations decode; the normal one suspended for the first stays out when
     that one's segment ends, since its return would slow the second (it does not come back

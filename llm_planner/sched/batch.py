@@ -242,19 +242,27 @@ class BatchController:
     def _can_wait_for(self, gen: BatchMember, entry: QueueEntry, critical: BatchMember, batch: list[BatchMember],
                       context: int, now: float) -> bool:
         """True if `gen` is less important than `critical` and finishing its segment after the
-        critical one's (at the current batch) costs it no utility."""
+        critical one's (at the current batch) costs it no utility, whether its segment would
+        otherwise end at the next token or at its expected length."""
         if gen is critical or entry.tuf.beta >= critical.entry.tuf.beta:
             return False
         step = self.engine.predict_step_s(max(1, len(batch)), context)
-        return not self._loses_by_waiting(entry, self._remaining_tokens(gen), critical, step, now)
+        # Priced at the expected length alone, a short segment that would be written in time
+        # can look lost whether it waits or not.
+        delayed = self._finish_after(critical, now + self._remaining_tokens(gen) * step, step)
+        return entry.utility_lost(now + step, delayed) <= 0
 
     def _loses_by_waiting(self, entry: QueueEntry, tokens: int, other: BatchMember, step: float, now: float) -> bool:
         """True if a segment (scheduling entry `entry`) with `tokens` to go earns less when it
         finishes after `other`'s segment and its own resume than when it goes on now, at
         `step` seconds a token."""
         finish = now + tokens * step
-        delayed = finish + self._remaining_tokens(other) * step + self.engine.predict_step_s(1, 0, resumes=1)
-        return entry.utility_lost(finish, delayed) > 0
+        return entry.utility_lost(finish, self._finish_after(other, finish, step)) > 0
+
+    def _finish_after(self, other: BatchMember, finish: float, step: float) -> float:
+        """When a segment due at `finish` ends if it first waits for `other`'s segment and its
+        own resume, at `step` seconds a token."""
+        return finish + self._remaining_tokens(other) * step + self.engine.predict_step_s(1, 0, resumes=1)
 
     def _keeps_deadlines(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
                          now: float, newcomer: BatchMember, entry: QueueEntry) -> bool:
