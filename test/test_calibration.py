@@ -2,7 +2,7 @@
 
 import pytest
 
-from llm_planner.engine.calibration import MIN_SAMPLES, WINDOW, StepCalibration, StepCorrection
+from llm_planner.engine.calibration import MIN_BATCH_SAMPLES, MIN_SAMPLES, WINDOW, StepCalibration, StepCorrection
 from llm_planner.engine.profile import load_engine_profile
 
 
@@ -74,3 +74,38 @@ def test_the_prefill_factor_stays_within_its_range(profile):
 
 def test_an_idle_engine_is_predicted_to_take_no_time_whatever_the_correction(profile):
     assert StepCorrection(0.03, 2.0).predict_step_s(profile, 0, 0) == 0.0
+
+
+def test_a_flatter_engine_than_profiled_is_predicted_flatter_at_every_batch_size(profile):
+    # the engine takes 10 ms more than the profile's batch of one at every batch size
+    measured = profile.predict_step_s(1, 100) + 0.010
+    calibration = StepCalibration(profile)
+    for _ in range(MIN_SAMPLES):
+        for batch in (1, 2, 4):
+            calibration.observe(batch, 100 * batch, 0, 0, measured)
+    correction = calibration.correction
+    assert correction.decode_s_per_seq < -0.5 * profile.decode_s_per_seq
+    one, four = (correction.predict_step_s(profile, batch, 100 * batch) for batch in (1, 4))
+    assert one == pytest.approx(measured, abs=0.002)
+    assert four - one < 0.5 * (profile.predict_step_s(4, 400) - profile.predict_step_s(1, 100))
+
+
+def test_a_further_sequence_never_makes_an_iteration_cheaper(profile):
+    calibration = StepCalibration(profile)
+    for _ in range(MIN_SAMPLES):
+        for batch in (1, 2):
+            calibration.observe(batch, 0, 0, 0, profile.predict_step_s(batch, 0) + (0.05 if batch == 1 else 0.0))
+    correction = calibration.correction
+    assert correction.decode_s_per_seq == pytest.approx(-profile.decode_s_per_seq)
+    assert correction.predict_step_s(profile, 6, 0) >= correction.predict_step_s(profile, 1, 0)
+
+
+def test_the_slope_waits_for_two_batch_sizes_seen_often_enough(profile):
+    calibration = StepCalibration(profile)
+    decode_iterations(calibration, profile, 0.03, MIN_SAMPLES, batch=3)
+    for _ in range(MIN_BATCH_SAMPLES - 1):
+        calibration.observe(1, 0, 0, 0, profile.predict_step_s(1, 0) + 0.06)
+    assert calibration.correction.decode_s_per_seq == 0.0
+    assert calibration.correction.decode_offset_s == pytest.approx(0.03)
+    calibration.observe(1, 0, 0, 0, profile.predict_step_s(1, 0) + 0.06)
+    assert calibration.correction.decode_s_per_seq < 0.0

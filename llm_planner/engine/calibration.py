@@ -8,12 +8,19 @@ steps 21-30 ms too short at every batch size, and prefills and resumes 1.25-2.1x
 Decisions priced at the profile's times then expect an urgent segment to be written sooner
 than it is (and let suspended generations back in before it is done).
 
+A profile's decode line is fitted over batches of 1 to 32, where the larger ones weigh most;
+at the few sequences a fleet keeps running, the line can be steeper than the engine: on a
+2-core CPU with AVX-512, measured decode iterations took about the same at batch 1 to 6, while
+the profile added 2.6 ms a sequence. Priced so, a smaller batch looks faster than it is, and
+suspending a generation for a more important one looks like a gain it does not bring.
+
 `StepCalibration` watches measured iterations and learns a `StepCorrection`: an offset added
-to every decode iteration (the median of the last decode-only iterations' errors) and a factor
-on what prefill and resumes add to an iteration (the median of the last ratios measured). Both
-are medians over a sliding window, so a stray slow iteration moves neither, and they follow the
-engine as it warms up or the machine's load changes. An engine whose time is its profile (the
-`sim` engine) needs no correction.
+to every decode iteration and a slope added per further sequence (a line through the median
+error at each batch size seen, weighted by how often it was seen), and a factor on what
+prefill and resumes add to an iteration (the median of the last ratios measured). All are
+taken over a sliding window of medians, so a stray slow iteration moves none of them, and they
+follow the engine as it warms up or the machine's load changes. An engine whose time is its
+profile (the `sim` engine) needs no correction.
 """
 
 from __future__ import annotations
@@ -24,11 +31,15 @@ from dataclasses import dataclass
 
 from llm_planner.engine.profile import EngineProfile
 
-WINDOW = 64  # iterations of each kind the correction is the median of
+WINDOW = 128  # iterations of each kind the correction is learned from
 MIN_SAMPLES = 8  # before these, that part of the correction stays neutral
+MIN_BATCH_SAMPLES = 4  # decode iterations at one batch size before its median error counts towards the slope
 MIN_EXTRA_S = 0.005  # iterations whose predicted prefill and resume cost is smaller say little about its scale
 FACTOR_RANGE = (0.5, 4.0)
 MAX_NEGATIVE_OFFSET = 0.5  # an offset takes at most this fraction of the profile's decode base away
+# The slope added per sequence, as a fraction of the profile's own: at -1 a further sequence costs
+# only its context, at +1 twice the profile's (a line through a few batch sizes extrapolates).
+SLOPE_RANGE = (-1.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,7 @@ class StepCorrection:
 
     decode_offset_s: float = 0.0
     extra_factor: float = 1.0
+    decode_s_per_seq: float = 0.0  # added per further sequence in the batch
 
     def predict_step_s(self, profile: EngineProfile, batch_size: int, context_tokens: int, prefill_tokens: int = 0,
                        resumes: int = 0) -> float:
@@ -44,10 +56,15 @@ class StepCorrection:
         extra = profile.predict_step_s(batch_size, context_tokens, prefill_tokens, resumes) - decode
         if decode <= 0.0 and extra <= 0.0:
             return 0.0
-        return max(0.0, decode + self.decode_offset_s) + self.extra_factor * extra
+        return self.decode_s(decode, batch_size) + self.extra_factor * extra
+
+    def decode_s(self, predicted_s: float, batch_size: int) -> float:
+        """A decode iteration the profile predicts at `predicted_s`, corrected."""
+        return max(0.0, predicted_s + self.decode_offset_s + self.decode_s_per_seq * max(0, batch_size - 1))
 
     def describe(self) -> str:
-        return f"decode {self.decode_offset_s * 1000:+.0f} ms, prefill and resumes x{self.extra_factor:.2f}"
+        return (f"decode {self.decode_offset_s * 1000:+.0f} ms {self.decode_s_per_seq * 1000:+.1f} ms a further "
+                f"sequence, prefill and resumes x{self.extra_factor:.2f}")
 
 
 class StepCalibration:
@@ -55,7 +72,7 @@ class StepCalibration:
 
     def __init__(self, profile: EngineProfile) -> None:
         self.profile = profile
-        self._decode_errors: deque[float] = deque(maxlen=WINDOW)
+        self._decode_errors: deque[tuple[int, float]] = deque(maxlen=WINDOW)  # (batch size, error)
         self._extra_ratios: deque[float] = deque(maxlen=WINDOW)
         self.correction = StepCorrection()
 
@@ -65,20 +82,41 @@ class StepCalibration:
         prompt tokens it prefilled and the suspended generations it resumed, and how long it took."""
         decode = self.profile.predict_step_s(batch_size, context_tokens)
         if prefill_tokens == 0 and resumes == 0:
-            self._decode_errors.append(measured_s - decode)
+            self._decode_errors.append((batch_size, measured_s - decode))
         else:
             extra = self.profile.step_s(batch_size, context_tokens, prefill_tokens, resumes) - decode
             if extra < MIN_EXTRA_S:
                 return
-            decode_now = max(0.0, decode + self.correction.decode_offset_s)
+            decode_now = self.correction.decode_s(decode, batch_size)
             self._extra_ratios.append((measured_s - decode_now) / extra)
         self.correction = self._learned()
 
     def _learned(self) -> StepCorrection:
-        offset, factor = 0.0, 1.0
+        offset, slope, factor = 0.0, 0.0, 1.0
         if len(self._decode_errors) >= MIN_SAMPLES:
-            offset = max(-MAX_NEGATIVE_OFFSET * self.profile.decode_base_s, statistics.median(self._decode_errors))
+            offset, slope = self._decode_line()
+            offset = max(-MAX_NEGATIVE_OFFSET * self.profile.decode_base_s, offset)
         if len(self._extra_ratios) >= MIN_SAMPLES:
             low, high = FACTOR_RANGE
             factor = min(high, max(low, statistics.median(self._extra_ratios)))
-        return StepCorrection(offset, factor)
+        return StepCorrection(offset, factor, slope)
+
+    def _decode_line(self) -> tuple[float, float]:
+        """(error at batch 1, error added per further sequence): a line through the median
+        error of each batch size seen often enough, weighted by its count; flat, at the median
+        of all errors, until two batch sizes have been."""
+        by_batch: dict[int, list[float]] = {}
+        for batch, error in self._decode_errors:
+            by_batch.setdefault(batch, []).append(error)
+        points = [(batch - 1, statistics.median(errors), len(errors)) for batch, errors in by_batch.items()
+                  if len(errors) >= MIN_BATCH_SAMPLES]
+        if len(points) < 2:
+            return statistics.median(error for _, error in self._decode_errors), 0.0
+        weight = sum(n for _, _, n in points)
+        mean_x = sum(x * n for x, _, n in points) / weight
+        mean_y = sum(y * n for _, y, n in points) / weight
+        slope = (sum(n * (x - mean_x) * (y - mean_y) for x, y, n in points)
+                 / sum(n * (x - mean_x) ** 2 for x, _, n in points))
+        low, high = (bound * self.profile.decode_s_per_seq for bound in SLOPE_RANGE)
+        slope = min(high, max(low, slope))
+        return mean_y - slope * mean_x, slope
