@@ -17,8 +17,8 @@ suspending a generation for a more important one looks like a gain it does not b
 `StepCalibration` watches measured iterations and learns a `StepCorrection`: an offset added
 to every decode iteration and a slope added per further sequence (a line through the median
 error at each batch size seen, weighted by how often it was seen), and a factor on what
-prefill and resumes add to an iteration (the median of the last ratios measured). All are
-taken over a sliding window of medians, so a stray slow iteration moves none of them, and they
+prefill and resumes add to an iteration (the median of the last ratios measured). All come
+from medians over a sliding window, so a stray slow iteration moves none of them, and they
 follow the engine as it warms up or the machine's load changes. An engine whose time is its
 profile (the `sim` engine) needs no correction.
 """
