@@ -404,6 +404,30 @@ def test_timely_never_preempts_a_running_urgent_segment_for_a_normal_one_while_w
     assert preempted == {(False, 3): ["urgent"], (True, 3): [], (True, 20): ["urgent"]}
 
 
+def test_timely_swaps_equally_important_generations_only_where_the_newcomer_would_earn():
+    """A full batch of one normal generation whose segment is past its cutoff (PUD 0) and a
+    queued normal one just arrived, on time at its G of 0.2 s. The paper's preemption swaps them
+    at any step time. `timely`'s does where the newcomer's 20 tokens end before its 1.5 s cutoff
+    at this batch's step (0.05 s a token: 1.0 s), and not where they would not (0.1 s: 2.0 s),
+    as in a saturated engine: the swap would cost a resume and earn nothing."""
+    from llm_planner.sched.batch import BatchController
+    from llm_planner.settings.config import BatchConfig
+
+    preempted = {}
+    for guard, step_s in ((False, 0.1), (True, 0.05), (True, 0.1)):
+        late = _running("late", entry("late", NORMAL.resumed(), -5.0), deadline_s=-5.0)
+        fresh = _running("fresh", entry("fresh", NORMAL, 0.0), deadline_s=1.0)
+        fresh.in_engine, fresh.tokens = False, 0
+        queue = PudQueue()
+        queue.push(fresh.entry)
+        assert queue.priority(late.entry, 0.0) == 0 < queue.priority(fresh.entry, 0.0)
+        controller = BatchController(BatchConfig(max_batch_size=1), _engine_stepping(step_s), latency_guided=False,
+                                     preemptive=True, guard_by_importance=guard)
+        selection = controller.select(queue, [late], {"late": late, "fresh": fresh}, now=0.0)
+        preempted[guard, step_s] = [g.task_id for g in selection.preempted]
+    assert preempted == {(False, 0.1): ["late"], (True, 0.05): ["late"], (True, 0.1): []}
+
+
 def test_a_shrink_for_a_segment_just_admitted_counts_its_prompts_prefill():
     """An urgent task admitted into a batch of one: decoding its 5 typical tokens alone would
     save it half its utility, but its prompt's prefill comes first in the next iteration at

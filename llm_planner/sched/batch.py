@@ -15,7 +15,9 @@
 - preemption (suspending policies): with a full batch, a better queued generation replaces
   the lowest-priority running one, which keeps its context and waits in the queue (`timely`:
   never a more important one that would lose utility by waiting, its segment priced at its
-  typical length: priced at l_max, a short urgent segment may look lost);
+  typical length: priced at l_max, a short urgent segment may look lost; and never for a
+  newcomer at most as important whose segment would end past its cutoff at this batch's
+  step time anyway);
 - shrinking (`timely`): while a more important generation (larger TUF beta: an urgent task)
   decodes, less important ones that can afford to wait for it without losing utility (their
   robots are busy long enough, or their segment's utility is already lost) are suspended if
@@ -152,11 +154,25 @@ class BatchController:
         """`timely`: a running generation is not replaced by a less important one if waiting
         for the newcomer's segment (and its own resume) would cost it utility, its own segment
         priced at its typical length (PUD prices it at l_max, at which a short urgent segment
-        may look lost while it would be written in time)."""
-        if not self.guard_by_importance or gen.entry.tuf.beta <= newcomer.entry.tuf.beta:
+        may look lost while it would be written in time); nor by one at most as important
+        whose segment would earn nothing even taken now, at its expected length and this
+        batch's step time. PUD ranks a newcomer by its G, which without a predictor is the
+        paper's (a batch of one): in a saturated engine every fresh arrival looks on time
+        there, while at the running batch its segment ends past its cutoff all the same; each
+        such swap buys nothing and costs the engine a resume."""
+        if not self.guard_by_importance or gen.entry.tuf.beta < newcomer.entry.tuf.beta:
             return False
         step = self.engine.predict_step_s(len(batch), context)
-        return self._loses_by_waiting(gen.entry, self._typical_remaining_tokens(gen), newcomer, step, now)
+        if not self._earns_taken_now(newcomer, step, now):
+            return True
+        return (gen.entry.tuf.beta > newcomer.entry.tuf.beta
+                and self._loses_by_waiting(gen.entry, self._typical_remaining_tokens(gen), newcomer, step, now))
+
+    def _earns_taken_now(self, gen: BatchMember, step: float, now: float) -> bool:
+        """True if `gen`'s current segment, at its expected length from now at `step` seconds a
+        token, ends before its cutoff."""
+        entry = gen.entry
+        return entry.tuf.utility(now + self._remaining_tokens(gen) * step - entry.ref_s) > 0
 
     def _consolidates(self, gen: BatchMember, batch: list[BatchMember]) -> bool:
         """rtlm: room in a consolidated batch, and a predicted remaining length like the batch's."""

@@ -80,7 +80,9 @@ class FeaturesConfig(_Strict):
                                                              "its company than it loses by waiting, and then "
                                                              "holds back no one behind it; "
                                                              "preemption suspends no running generation that would "
-                                                             "lose utility by waiting, for a less important one")
+                                                             "lose utility by waiting, for a less important one, "
+                                                             "nor one for a newcomer at most as important that "
+                                                             "would earn nothing at the running batch either")
 
 
 class RtlmConfig(_Strict):
