@@ -604,12 +604,19 @@ def test_a_canceled_plan_stops_holding_the_robot():
     assert queue.pick(1.0) == "b0"
 
 
-@pytest.mark.parametrize("level,tuf", [("normal", Tuf(1, 1, 1.5)), ("urgent", Tuf(2, 0.2, 0.5))])
-def test_an_alerts_first_call_goes_to_its_robot_as_soon_as_it_is_generated(config, tokenizer, level, tuf):
+@pytest.mark.parametrize("level,tuf,alerts_at_once", [("normal", Tuf(1, 1, 1.5), True),
+                                                       ("urgent", Tuf(2, 0.2, 0.5), True),
+                                                       ("urgent", Tuf(2, 0.2, 0.5), False)])
+def test_an_alerts_first_call_goes_to_its_robot_as_soon_as_it_is_generated(config, tokenizer, level, tuf,
+                                                                          alerts_at_once):
     """A slow engine (0.2 s a token), quick calls (0.1 s) and a task whose first unit is lost
     whenever it goes: streaming would leave the robot waiting before every later call, so
-    `timely` holds a normal plan's first segment back; an alert's first call still goes at once."""
+    `timely` holds a normal plan's first segment back; an alert's first call still goes at once,
+    unless `features.alerts_at_once` is off: then it is held as any other."""
     from llm_planner.engine import SimEngine
+
+    config = config.model_copy(update={"features": config.features.model_copy(
+        update={"alerts_at_once": alerts_at_once})})
 
     def slow_engine(profile, tokenizer, clock):
         return SimEngine(profile.model_copy(update={"decode_base_s": 0.2}), tokenizer, clock)
@@ -620,7 +627,7 @@ def test_an_alerts_first_call_goes_to_its_robot_as_soon_as_it_is_generated(confi
     record = planner.records["t"]
     assert record.state == TaskState.SUCCEEDED
     first_dispatch = record.segments[0].calls
-    if level == "normal":
+    if level == "normal" or not alerts_at_once:
         assert len(first_dispatch) > 1  # held: the first dispatch carries later segments too
     else:
         assert len(first_dispatch) == 1

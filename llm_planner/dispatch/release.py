@@ -17,10 +17,11 @@ a busy machine), which favours fewer, larger dispatches when the first unit's ut
 anyway. The decision is taken again at every segment boundary, with what has been generated
 since.
 
-An alert's first unit is never held: a task more important than the least important level
-(stop, clear the workspace, a replan after a failure) has its robot act as soon as its first
-call is generated, even when the unit's utility is lost anyway and holding would save a
-later wait. What an alert's first action does is worth more than the utility it is counted at.
+An alert's first unit is never held (`features.alerts_at_once`, on by default): a task more
+important than the least important level (stop, clear the workspace, a replan after a
+failure) has its robot act as soon as its first call is generated, even when the unit's
+utility is lost anyway and holding would save a later wait. What an alert's first action does
+is worth more than the utility it is counted at.
 """
 
 from __future__ import annotations

@@ -63,8 +63,11 @@ class FeaturesConfig(_Strict):
     policy only uses a feature it has."""
 
     hold: bool = Field(default=True, description="hold segments back while streaming them would leave the "
-                                                 "robot waiting later (dispatch by expected utility); an "
-                                                 "alert's first segment is never held")
+                                                 "robot waiting later (dispatch by expected utility)")
+    alerts_at_once: bool = Field(default=True, description="hold: an alert's first segment (a task above the "
+                                                           "least important level) goes to its robot as soon "
+                                                           "as it is generated, even where its first unit is "
+                                                           "lost anyway and holding it would save later waits")
     shrink: bool = Field(default=True, description="suspend generations that can wait so that a more "
                                                    "important one decodes faster")
     keep_running: bool = Field(default=True, description="no pause after a segment; a generation is "
