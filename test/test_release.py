@@ -124,4 +124,4 @@ def test_a_robot_that_has_not_reported_its_end_is_not_expected_free_yet():
 def test_an_alerts_lost_first_unit_is_released_at_once():
     lost_start = dict(now=3.0, held=(0.1,), ahead=(1.0, 1.0, 1.0), ahead_exec=0.1)
     assert best_hold(outlook(**lost_start)) == 3
-    assert best_hold(dataclasses.replace(outlook(**lost_start), starts_alert=True)) == 0
+    assert best_hold(dataclasses.replace(outlook(**lost_start), alert_at_once=True)) == 0

@@ -44,7 +44,7 @@ class Outlook:
     first_tuf: Tuf  # the first held unit's TUF: TUF_0 for the plan's first unit, else TUF_1
     first_ref_s: float  # its reference: the task's arrival, or the end of the previous unit
     resumed_tuf: Tuf  # TUF_1, for every unit after it
-    starts_alert: bool = False  # the held units start the plan of a task above the least important level
+    alert_at_once: bool = False  # the held units start an alert's plan (above the least important level): send now
 
 
 def release_utility(o: Outlook, hold_for: int) -> float:
@@ -73,7 +73,7 @@ HOLD_MARGIN = 0.1
 def best_hold(o: Outlook) -> int:
     """How many more segments to hold the held units for (0: release them now). Near-ties go
     to the earlier release: the robot acts sooner at about the same utility."""
-    if not o.held_exec_s or o.starts_alert:
+    if not o.held_exec_s or o.alert_at_once:
         return 0
     best, best_utility = 0, release_utility(o, 0)
     margin = HOLD_MARGIN * o.resumed_tuf.beta

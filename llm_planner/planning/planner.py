@@ -305,7 +305,7 @@ class Planner:
             first_tuf=req.tuf if first else req.tuf.resumed(),
             first_ref_s=req.arrival_s if first else robot_free,
             resumed_tuf=req.tuf.resumed(),
-            starts_alert=first and req.tuf.beta > self.config.least_beta and not self.behaviour.holds_alerts,
+            alert_at_once=first and req.tuf.beta > self.config.least_beta and not self.behaviour.holds_alerts,
         )
 
     # ----------------------------------------------------------------- engine loop
