@@ -61,6 +61,17 @@ def test_ties_release_now_and_nothing_held_is_nothing_to_decide():
     assert best_hold(outlook(ahead=())) == 0
 
 
+def test_a_call_whose_time_spreads_widely_is_priced_over_its_spread():
+    """A lost first unit, a scan of 6.9 s on average (1.5 to 12 s) and the next segment 6 s
+    away: at the mean the robot never waits, so streaming costs nothing; over the spread it
+    finishes first and waits past the cutoff two times in five, so the scan waits for it."""
+    at_mean = outlook(now=3.0, held=(6.9,), ahead=(6.0,), ahead_exec=6.9)
+    assert best_hold(at_mean) == 0 and release_utility(at_mean, 0) == pytest.approx(1.0)
+    spread = dataclasses.replace(at_mean, exec_spread=(0.38, 0.7, 1.0, 1.3, 1.62))
+    assert release_utility(spread, 0) == pytest.approx(0.6)
+    assert best_hold(spread) == 1 and release_utility(spread, 1) == pytest.approx(1.0)
+
+
 def test_the_robots_switch_gap_makes_fewer_dispatches_worth_it():
     """A lost first unit and an engine that keeps ahead of the robot: without a switch gap,
     streaming costs nothing; with 50 ms seen between dispatches, each separate one costs 10%
@@ -120,8 +131,3 @@ def test_a_robot_that_has_not_reported_its_end_is_not_expected_free_yet():
     work.finished(20.5, was_last=True)
     assert work.expected_free_s(30.0) == 20.5  # reported: free since then
 
-
-def test_an_alerts_lost_first_unit_is_released_at_once():
-    lost_start = dict(now=3.0, held=(0.1,), ahead=(1.0, 1.0, 1.0), ahead_exec=0.1)
-    assert best_hold(outlook(**lost_start)) == 3
-    assert best_hold(dataclasses.replace(outlook(**lost_start), alert_at_once=True)) == 0

@@ -142,10 +142,7 @@ def test_policies_resolve_to_what_the_planner_does():
     assert timely.lost_wait_s == on.lost_wait_s and get_policy("timely").make_queue(timely).lost_wait_s == 30.0
     assert get_policy("timely").behaviour(off).lost_wait_s == math.inf
     assert get_policy("timelyllm-paper").behaviour(on).lost_wait_s == math.inf  # the paper has no bound
-    assert timely.holds_segments and timely.shrinks_batch and timely.predicted_lengths and not timely.holds_alerts
-    holding_alerts = FeaturesConfig(alerts_at_once=False)
-    assert get_policy("timely").behaviour(holding_alerts).holds_alerts
-    assert not get_policy("timelyllm-paper").behaviour(holding_alerts).holds_alerts  # the paper holds nothing
+    assert timely.holds_segments and timely.shrinks_batch and timely.predicted_lengths
     ablated = get_policy("timely").behaviour(off)  # the ablation's switches turn timely into the paper's mechanics
     assert ablated.pauses_after_segment and not ablated.holds_segments and not ablated.shrinks_batch \
         and not ablated.guards_by_importance

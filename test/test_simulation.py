@@ -604,19 +604,29 @@ def test_a_canceled_plan_stops_holding_the_robot():
     assert queue.pick(1.0) == "b0"
 
 
-@pytest.mark.parametrize("level,tuf,alerts_at_once", [("normal", Tuf(1, 1, 1.5), True),
-                                                       ("urgent", Tuf(2, 0.2, 0.5), True),
-                                                       ("urgent", Tuf(2, 0.2, 0.5), False)])
-def test_an_alerts_first_call_goes_to_its_robot_as_soon_as_it_is_generated(config, tokenizer, level, tuf,
-                                                                          alerts_at_once):
-    """A slow engine (0.2 s a token), quick calls (0.1 s) and a task whose first unit is lost
-    whenever it goes: streaming would leave the robot waiting before every later call, so
-    `timely` holds a normal plan's first segment back; an alert's first call still goes at once,
-    unless `features.alerts_at_once` is off: then it is held as any other."""
+def test_a_scan_whose_time_spreads_widely_waits_for_the_next_segment(config, tokenizer):
+    """A lost first unit, a scan of 6.9 s on average (1.5 to 12 s by the exec model) and the
+    next segment predicted 5.5 s away (0.55 s a token): at the mean the robot would not wait,
+    but often it finishes first, so the scan goes to the robot with the calls after it."""
     from llm_planner.engine import SimEngine
 
-    config = config.model_copy(update={"features": config.features.model_copy(
-        update={"alerts_at_once": alerts_at_once})})
+    def slow_engine(profile, tokenizer, clock):
+        return SimEngine(profile.model_copy(update={"decode_base_s": 0.55}), tokenizer, clock)
+
+    task = TaskRequest("t", "drone1", "tello", "Scene: [bottle]. Scan for the bottle, then wait.", "normal",
+                       Tuf(1, 1, 1.5), -5.0, "s('bottle');d(0.1);")
+    planner, _ = run_planner(config, tokenizer, [task], engine_class=slow_engine)
+    record = planner.records["t"]
+    assert record.state == TaskState.SUCCEEDED
+    assert [c.text for c in record.segments[0].calls] == ["s('bottle')", "d(0.1)"]
+
+
+@pytest.mark.parametrize("level,tuf", [("normal", Tuf(1, 1, 1.5)), ("urgent", Tuf(2, 0.2, 0.5))])
+def test_a_plans_lost_first_segment_waits_for_the_ones_after_it_at_every_level(config, tokenizer, level, tuf):
+    """A slow engine (0.2 s a token), quick calls (0.1 s) and a task whose first unit is lost
+    whenever it goes: streaming would leave the robot waiting before every later call, so
+    `timely` holds the first segment back, an alert's as a normal plan's."""
+    from llm_planner.engine import SimEngine
 
     def slow_engine(profile, tokenizer, clock):
         return SimEngine(profile.model_copy(update={"decode_base_s": 0.2}), tokenizer, clock)
@@ -626,8 +636,4 @@ def test_an_alerts_first_call_goes_to_its_robot_as_soon_as_it_is_generated(confi
     planner, _ = run_planner(config, tokenizer, [task], engine_class=slow_engine)
     record = planner.records["t"]
     assert record.state == TaskState.SUCCEEDED
-    first_dispatch = record.segments[0].calls
-    if level == "normal" or not alerts_at_once:
-        assert len(first_dispatch) > 1  # held: the first dispatch carries later segments too
-    else:
-        assert len(first_dispatch) == 1
+    assert len(record.segments[0].calls) > 1  # held: the first dispatch carries later segments too

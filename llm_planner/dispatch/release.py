@@ -11,17 +11,18 @@ the whole plan at the end (the vLLM baselines) concentrates them on the first un
 units and the segments still to come: released once `k` more segments are generated, then
 each following segment sent as soon as it is generated. A segment still to come is expected
 to execute as long as this plan's segments so far did on average (its calls are unknown).
-Each separate dispatch also costs the robot's switch gap (the wait seen between two
-dispatches even when the second was queued: zero in simulation, milliseconds over ROS 2 on
-a busy machine), which favours fewer, larger dispatches when the first unit's utility is lost
-anyway. The decision is taken again at every segment boundary, with what has been generated
-since.
+The held units' execution is priced over its spread, not at its mean: a TUF clamps, so the
+utility at the mean execution time is not the expected utility (a scan that takes 1.5 to
+12 s, 6.9 s on average, looks covered by a next segment due in 6 s, while the robot often
+finishes first and waits for it). Each separate dispatch also costs the robot's switch gap
+(the wait seen between two dispatches even when the second was queued: zero in simulation,
+milliseconds over ROS 2 on a busy machine), which favours fewer, larger dispatches when the
+first unit's utility is lost anyway. The decision is taken again at every segment boundary,
+with what has been generated since.
 
-An alert's first unit is never held (`features.alerts_at_once`, on by default): a task more
-important than the least important level (stop, clear the workspace, a replan after a
-failure) has its robot act as soon as its first call is generated, even when the unit's
-utility is lost anyway and holding would save a later wait. What an alert's first action does
-is worth more than the utility it is counted at.
+An alert's first unit is held as any other's: holding delays it only where that unit's
+utility is lost anyway and streaming would leave the robot waiting before the later units,
+which acting on the first call alone would then lose.
 """
 
 from __future__ import annotations
@@ -44,17 +45,28 @@ class Outlook:
     first_tuf: Tuf  # the first held unit's TUF: TUF_0 for the plan's first unit, else TUF_1
     first_ref_s: float  # its reference: the task's arrival, or the end of the previous unit
     resumed_tuf: Tuf  # TUF_1, for every unit after it
-    alert_at_once: bool = False  # the held units start an alert's plan (above the least important level): send now
+    # The held units' execution time at equally likely quantiles, as multiples of
+    # `held_exec_s` (the mean): the expected utility averages over them.
+    exec_spread: tuple[float, ...] = (1.0,)
+
+
+# Midpoints of five equally likely bins of a call's execution time, in percent (`exec_spread`).
+EXEC_PERCENTILES = (10, 30, 50, 70, 90)
 
 
 def release_utility(o: Outlook, hold_for: int) -> float:
     """Expected utility of the held units and the segments to come if the held units go to
     the robot once `hold_for` more segments are generated."""
+    return sum(_utility_at(o, hold_for, scale) for scale in o.exec_spread) / len(o.exec_spread)
+
+
+def _utility_at(o: Outlook, hold_for: int, exec_scale: float) -> float:
+    """`release_utility` with the held units taking `exec_scale` times their mean."""
     release_s = o.now_s + sum(o.ahead_gen_s[:hold_for])
     start = max(release_s, o.robot_free_s + o.switch_gap_s if o.robot_free_s > o.now_s else o.robot_free_s)
     units = len(o.held_exec_s) + hold_for
     utility = o.first_tuf.utility(start - o.first_ref_s) + o.resumed_tuf.beta * (units - 1)
-    robot_free = start + sum(o.held_exec_s) + hold_for * o.ahead_exec_s
+    robot_free = start + exec_scale * sum(o.held_exec_s) + hold_for * o.ahead_exec_s
     ready = release_s
     for gen_s in o.ahead_gen_s[hold_for:]:
         ready += gen_s
@@ -73,7 +85,7 @@ HOLD_MARGIN = 0.1
 def best_hold(o: Outlook) -> int:
     """How many more segments to hold the held units for (0: release them now). Near-ties go
     to the earlier release: the robot acts sooner at about the same utility."""
-    if not o.held_exec_s or o.alert_at_once:
+    if not o.held_exec_s:
         return 0
     best, best_utility = 0, release_utility(o, 0)
     margin = HOLD_MARGIN * o.resumed_tuf.beta

@@ -24,7 +24,7 @@ from typing import Callable
 from llm_planner.catalog.exec_model import ExecModel, load_exec_model
 from llm_planner.catalog.skills import SkillSet, load_skill_set
 from llm_planner.dispatch.dispatcher import Dispatcher, RobotWork
-from llm_planner.dispatch.release import Outlook, best_hold
+from llm_planner.dispatch.release import EXEC_PERCENTILES, Outlook, best_hold
 from llm_planner.dispatch.robot_port import RobotListener, RobotPort
 from llm_planner.domain.clock import Clock
 from llm_planner.domain.tasks import (
@@ -287,14 +287,17 @@ class Planner:
         return engine.predict_step_s(len(running), sum(engine.context_tokens(g) for g in running))
 
     def _outlook(self, gen: PlanGeneration, now: float) -> Outlook:
-        """What the release decision needs: the held units' expected execution (the mean: it
-        weighs expected utility) and the segments to come at the running batch's step time."""
+        """What the release decision needs: the held units' expected execution (the mean and
+        its spread over the exec model's quantiles) and the segments to come at the running
+        batch's step time."""
         req = gen.record.request
         # The profile's decode step at the running batch, or what the recent iterations really
         # took if more (prompts of new arrivals prefilled between decode steps).
         step = max(self._running_step_s(self._engine_of(gen)), self.recent_step_s[gen.replica or 0])
         first = gen.robot.calls == 0  # nothing sent yet: the held units start the plan
         robot_free = gen.robot.expected_free_s(now)
+        held_calls = [call for segment in gen.held for call in segment.calls]
+        held_mean_s = gen.robot.duration(held_calls, "mean")
         return Outlook(
             now_s=now,
             robot_free_s=robot_free,
@@ -305,7 +308,8 @@ class Planner:
             first_tuf=req.tuf if first else req.tuf.resumed(),
             first_ref_s=req.arrival_s if first else robot_free,
             resumed_tuf=req.tuf.resumed(),
-            alert_at_once=first and req.tuf.beta > self.config.least_beta and not self.behaviour.holds_alerts,
+            exec_spread=tuple(gen.robot.duration(held_calls, f"q{p}") / held_mean_s
+                              for p in EXEC_PERCENTILES) if held_mean_s > 0 else (1.0,),
         )
 
     # ----------------------------------------------------------------- engine loop

@@ -296,7 +296,6 @@ class Behaviour:
     preemptive: bool  # generations can leave the batch and resume later
     pauses_after_segment: bool
     holds_segments: bool  # hold a segment back when streaming it would leave the robot waiting later
-    holds_alerts: bool  # ...an alert's first segment too (else it goes at once)
     shrinks_batch: bool  # suspend generations that can wait so an urgent segment decodes at a small batch
     latency_guided: bool  # admit only while running deadlines hold (TimelyLLM 4.4)
     guards_by_importance: bool  # ...unless waiting costs the newcomer more; none preempted by a less important one
@@ -335,7 +334,6 @@ class Policy:
             preemptive=preemptive,
             pauses_after_segment=preemptive and not keeps_running,
             holds_segments=self.hold and features.hold,
-            holds_alerts=self.hold and features.hold and not features.alerts_at_once,
             shrinks_batch=self.shrink and features.shrink,
             latency_guided=self.latency_guided and latency_guided_batches,
             guards_by_importance=self.guard_by_importance and features.importance_guard,

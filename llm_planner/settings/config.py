@@ -64,10 +64,6 @@ class FeaturesConfig(_Strict):
 
     hold: bool = Field(default=True, description="hold segments back while streaming them would leave the "
                                                  "robot waiting later (dispatch by expected utility)")
-    alerts_at_once: bool = Field(default=True, description="hold: an alert's first segment (a task above the "
-                                                           "least important level) goes to its robot as soon "
-                                                           "as it is generated, even where its first unit is "
-                                                           "lost anyway and holding it would save later waits")
     shrink: bool = Field(default=True, description="suspend generations that can wait so that a more "
                                                    "important one decodes faster")
     keep_running: bool = Field(default=True, description="no pause after a segment; a generation is "
@@ -195,11 +191,6 @@ class PlannerConfig(_Strict):
         if self.replan.urgency:
             return self.level(self.replan.urgency)
         return min(self.urgency_levels, key=lambda lvl: (lvl.ert_s, -lvl.beta))
-
-    @property
-    def least_beta(self) -> float:
-        """The weight of the least important urgency level: a task weighed more is an alert."""
-        return min(lvl.beta for lvl in self.urgency_levels)
 
     def level(self, index_or_name: int | str) -> UrgencyLevel:
         if isinstance(index_or_name, int):
