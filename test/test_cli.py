@@ -52,8 +52,8 @@ def test_compare_preset_and_errors(tmp_path, capsys):
     assert "arrives in the first 5 s" in " ".join(capsys.readouterr().err.split())
     assert lrtrace_main(["compare", "wid3", "--policies", "vllm", "--ablation", "--duration", "15", "--json", str(out),
                          "--no-plots", "--quiet"]) == 0
-    assert list(json.loads(out.read_text())) == ["vllm", "timely -hold", "timely -shrink",
-                                                 "timely -keep-running", "timely -bound-wait", "timely -importance-guard",
+    assert list(json.loads(out.read_text())) == ["vllm", "timely -hold", "timely -shrink", "timely -keep-running",
+                                                 "timely -bound-wait", "timely -importance-guard",
                                                  "timely -latency-guided", "timely predictor=auto",
                                                  "recorded traces"]
     # a list runs only those switches

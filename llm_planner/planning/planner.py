@@ -296,12 +296,13 @@ class Planner:
         step = max(self._running_step_s(self._engine_of(gen)), self.recent_step_s[gen.replica or 0])
         first = gen.robot.calls == 0  # nothing sent yet: the held units start the plan
         robot_free = gen.robot.expected_free_s(now)
+        held_exec_s = [gen.robot.duration(s.calls, "mean") for s in gen.held if s.calls]
         held_calls = [call for segment in gen.held for call in segment.calls]
-        held_mean_s = gen.robot.duration(held_calls, "mean")
+        held_mean_s = sum(held_exec_s)
         return Outlook(
             now_s=now,
             robot_free_s=robot_free,
-            held_exec_s=[gen.robot.duration(s.calls, "mean") for s in gen.held if s.calls],
+            held_exec_s=held_exec_s,
             ahead_gen_s=[tokens * step for tokens in gen.ahead_tokens],
             ahead_exec_s=gen.generated_exec_s / max(1, gen.segments_generated),
             switch_gap_s=self.dispatcher.switch_gap_s,

@@ -113,7 +113,9 @@ class BatchController:
                 break  # it waits for a batch of its length (the batch drains meanwhile)
             victim = None
             if len(batch) >= self.max_batch_size:
-                replaceable = [g for g in victims if not self._protected(g, gen, batch, context, now)]
+                step = self.engine.predict_step_s(len(batch), context)
+                newcomer_earns = not self.guard_by_importance or self._earns_taken_now(gen, step, now)
+                replaceable = [g for g in victims if not self._protected(g, gen, step, newcomer_earns, now)]
                 if not self.preemptive or not replaceable:
                     break
                 victim = min(replaceable, key=lambda g: queue.priority(g.entry, now))
@@ -149,7 +151,7 @@ class BatchController:
                                       resumes, now)
         return Selection(admitted, preempted, shrunk)
 
-    def _protected(self, gen: BatchMember, newcomer: BatchMember, batch: list[BatchMember], context: int,
+    def _protected(self, gen: BatchMember, newcomer: BatchMember, step: float, newcomer_earns: bool,
                    now: float) -> bool:
         """`timely`: a running generation is not replaced by a less important one if waiting
         for the newcomer's segment (and its own resume) would cost it utility, its own segment
@@ -159,11 +161,12 @@ class BatchController:
         batch's step time. PUD ranks a newcomer by its G, which without a predictor is the
         paper's (a batch of one): in a saturated engine every fresh arrival looks on time
         there, while at the running batch its segment ends past its cutoff all the same; each
-        such swap buys nothing and costs the engine a resume."""
+        such swap buys nothing and costs the engine a resume. `step`: this batch's decode step;
+        `newcomer_earns`: the newcomer's segment ends before its cutoff if taken now (the same
+        for every running generation it might replace)."""
         if not self.guard_by_importance or gen.entry.tuf.beta < newcomer.entry.tuf.beta:
             return False
-        step = self.engine.predict_step_s(len(batch), context)
-        if not self._earns_taken_now(newcomer, step, now):
+        if not newcomer_earns:
             return True
         return (gen.entry.tuf.beta > newcomer.entry.tuf.beta
                 and self._loses_by_waiting(gen.entry, self._typical_remaining_tokens(gen), newcomer, step, now))
