@@ -282,25 +282,39 @@ def test_a_newcomer_timely_defers_holds_back_no_one_behind_it():
         assert controller.deferred == 1
 
 
-def test_timely_admission_counts_what_a_late_running_segment_still_loses():
-    """Two running normal segments end at 0.3 s alone and at 0.5 s with a newcomer. One is due
-    at 0.4 s (at risk: 0.2 of its utility lost); the other was due at 0.2 s and is late either
-    way, but still earns, and loses 0.4 more. A newcomer that loses 0.4 by waiting 0.3 s is
-    worth more than the segment at risk alone and less than both: it waits. Without the one at
-    risk nothing is weighed and it joins."""
+def test_timely_admission_weighs_what_a_late_running_segment_still_loses():
+    """A running normal segment was due 0.25 s ago and still earns: alone it ends at 0.15 s
+    (0.2 of its utility left), with a newcomer at 0.35 s (none), so the newcomer's company costs
+    it 0.2. A newcomer due at 0.35 s loses 0.3 by waiting the 0.15 s for it and joins; one due
+    at 0.45 s loses 0.1 and waits. The paper's admission sees no deadline missed (the segment
+    is late either way) and admits both."""
+    late = _member("late", entry("late", NORMAL.resumed(), -0.25), deadline_s=-0.25, in_engine=True)
+    for due, guard, admitted in ((0.35, True, True), (0.45, True, False), (0.45, False, True)):
+        newcomer = _member("new", entry("new", NORMAL, due - NORMAL.ert_s), deadline_s=due, in_engine=False)
+        assert _admits(late, newcomer, guard) == admitted, (due, guard)
+
+
+def test_an_urgent_newcomer_that_loses_by_waiting_joins_however_much_normal_segments_lose():
+    """Three running normal segments due at 0.2 s end at 0.45 s alone and at 0.65 s with a
+    newcomer: 0.4 of utility lost each, 1.2 in all. An urgent plan's next segment, done at 0.65
+    s if it joins and at 1.1 s after waiting for them, whose robot is free at 1.05 s, would lose
+    0.33 by waiting: it joins all the same, for what less important segments lose never holds
+    back a newcomer that loses by waiting. One whose robot is free at 1.15 s loses nothing by
+    waiting and waits for them."""
     from llm_planner.sched.batch import BatchController
     from llm_planner.settings.config import BatchConfig
 
-    late = _member("late", entry("late", NORMAL.resumed(), 0.2), deadline_s=0.2, in_engine=True)
-    for due, admitted in ((0.4, False), (0.25, True)):
-        other = _member("other", entry("other", NORMAL.resumed(), due), deadline_s=due, in_engine=True)
-        newcomer = _member("new", entry("new", NORMAL, -0.4), deadline_s=0.6, in_engine=False)
+    running = [_member(f"n{i}", entry(f"n{i}", NORMAL.resumed(), 0.2), deadline_s=0.2, in_engine=True)
+               for i in range(3)]
+    for ref, admitted in ((1.05, True), (1.15, False)):
+        newcomer = _member("new", entry("new", URGENT.resumed(), ref), deadline_s=ref, in_engine=False)
         controller = BatchController(BatchConfig(), _admission_engine(), latency_guided=True, preemptive=True,
                                      guard_by_importance=True)
         queue = PudQueue()
         queue.push(newcomer.entry)
-        selection = controller.select(queue, [late, other], {"late": late, "other": other, "new": newcomer}, now=0.0)
-        assert bool(selection.admitted) == admitted, due
+        gens = {g.task_id: g for g in [*running, newcomer]}
+        selection = controller.select(queue, running, gens, now=0.0)
+        assert bool(selection.admitted) == admitted, ref
 
 
 def test_timely_admission_prices_the_running_segment_at_its_typical_length():
@@ -378,6 +392,25 @@ def test_a_segment_done_in_time_at_its_typical_length_is_not_shrunk_for():
         selection = controller.select(PudQueue(), [urgent, normal], {"urgent": urgent, "normal": normal}, now=0.0)
         shrunk[typical] = [g.task_id for g in selection.shrunk]
     assert shrunk == {20: ["normal"], 4: []}
+
+
+def test_an_urgent_segment_already_lost_does_not_hide_one_that_still_earns_from_the_shrink():
+    """Two urgent segments and a normal one whose robot is busy decode in a batch of three at
+    0.09 s a step. One urgent segment was due long ago and earns nothing whatever the batch;
+    the other, at its 5 typical tokens, ends at 0.45 s in this batch (a third of its utility)
+    and at 0.3 s in a batch of two (two thirds). The normal generation is suspended for the one
+    that still earns, though the lost one's deadline is earlier."""
+    from llm_planner.sched.batch import BatchController
+    from llm_planner.settings.config import BatchConfig
+
+    lost = _running("lost", entry("lost", URGENT, -5.0), deadline_s=-4.8, typical=5)
+    earning = _running("earning", entry("earning", URGENT, 0.0), deadline_s=0.2, typical=5)
+    normal = _running("normal", entry("normal", NORMAL, 9.0), deadline_s=10.0)  # its robot is busy for 9 s
+    controller = BatchController(BatchConfig(max_batch_size=3), _engine_stepping(step_per_sequence_s=0.03),
+                                 latency_guided=False, preemptive=True, shrink=True)
+    gens = {g.task_id: g for g in (lost, earning, normal)}
+    selection = controller.select(PudQueue(), [lost, earning, normal], gens, now=0.0)
+    assert [g.task_id for g in selection.shrunk] == ["normal"]
 
 
 def test_timely_never_preempts_a_running_urgent_segment_for_a_normal_one_while_waiting_would_cost_it():

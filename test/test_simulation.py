@@ -621,6 +621,31 @@ def test_a_scan_whose_time_spreads_widely_waits_for_the_next_segment(config, tok
     assert [c.text for c in record.segments[0].calls] == ["s('bottle')", "d(0.1)"]
 
 
+def test_the_hold_prices_segments_to_come_at_the_batch_the_queue_fills(config, tokenizer):
+    """Generations kept in the queue (by latency-guided admission, by the batch shrinking for
+    an urgent one) join the batch soon: in a crowded engine a plan's next segments decode at
+    the step time of the batch they fill, up to the batch size, not at the running batch's."""
+    from llm_planner.dispatch.robot_port import CallTimeSource, SimRobots
+    from llm_planner.domain.clock import VirtualClock
+    from llm_planner.engine import SimEngine, load_engine_profile
+    from llm_planner.planning.planner import Planner
+    from llm_planner.sched.queues import get_policy
+
+    clock = VirtualClock()
+    engine = SimEngine(load_engine_profile(config.engine_profile), tokenizer, clock)
+    config = config.model_copy(update={"batch": config.batch.model_copy(update={"max_batch_size": 4})})
+    planner = Planner(config, get_policy("timely"), engine, clock,
+                      lambda listener: SimRobots(lambda *a: None, clock.now, CallTimeSource(0), listener),
+                      lambda status: None)
+    assert planner._loaded_step_s(engine) == engine.predict_step_s(1, 0)
+    for i in range(2):
+        planner.submit(request(f"t{i}"))
+    assert planner._loaded_step_s(engine) == engine.predict_step_s(2, 0)
+    for i in range(2, 8):
+        planner.submit(request(f"t{i}"))
+    assert planner._loaded_step_s(engine) == engine.predict_step_s(4, 0) > engine.predict_step_s(2, 0)
+
+
 @pytest.mark.parametrize("level,tuf", [("normal", Tuf(1, 1, 1.5)), ("urgent", Tuf(2, 0.2, 0.5))])
 def test_a_plans_lost_first_segment_waits_for_the_ones_after_it_at_every_level(config, tokenizer, level, tuf):
     """A slow engine (0.2 s a token), quick calls (0.1 s) and a task whose first unit is lost

@@ -281,19 +281,25 @@ class Planner:
             return self.replicas[gen.replica].engine
         return min(self.replicas, key=lambda r: (len(r.engine.running), r.index)).engine
 
-    def _running_step_s(self, engine: Engine) -> float:
-        """A decode step at the engine's running batch and context."""
+    def _loaded_step_s(self, engine: Engine) -> float:
+        """A decode step at the engine's running batch once its share of the queue has joined
+        (up to the batch size), each queued generation at the running mean context: in a
+        crowded engine the queue soon fills the batch the plan's next segments decode in."""
         running = engine.running
-        return engine.predict_step_s(len(running), sum(engine.context_tokens(g) for g in running))
+        context = sum(engine.context_tokens(g) for g in running)
+        share = math.ceil(len(self.queue) / len(self.replicas))
+        joining = max(0, min(self.config.batch.max_batch_size - len(running), share))
+        mean_context = context / len(running) if running else 0.0
+        return engine.predict_step_s(max(1, len(running) + joining), int(context + joining * mean_context))
 
     def _outlook(self, gen: PlanGeneration, now: float) -> Outlook:
         """What the release decision needs: the held units' expected execution (the mean and
-        its spread over the exec model's quantiles) and the segments to come at the running
-        batch's step time."""
+        its spread over the exec model's quantiles) and the segments to come at the step time
+        of the batch the queue fills."""
         req = gen.record.request
-        # The profile's decode step at the running batch, or what the recent iterations really
-        # took if more (prompts of new arrivals prefilled between decode steps).
-        step = max(self._running_step_s(self._engine_of(gen)), self.recent_step_s[gen.replica or 0])
+        # The profile's decode step at the batch the queue fills, or what the recent iterations
+        # really took if more (prompts of new arrivals prefilled between decode steps).
+        step = max(self._loaded_step_s(self._engine_of(gen)), self.recent_step_s[gen.replica or 0])
         first = gen.robot.calls == 0  # nothing sent yet: the held units start the plan
         robot_free = gen.robot.expected_free_s(now)
         held_exec_s = [gen.robot.duration(s.calls, "mean") for s in gen.held if s.calls]

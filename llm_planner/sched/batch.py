@@ -5,13 +5,13 @@
   generation that can still make its deadline still finishes its segment in time with the
   bigger batch (and the newcomer's prefill in the next iteration). Candidates are taken in
   priority order and admission stops at the first that does not fit, so a lower-priority
-  generation never overtakes a higher-priority one. `timely` holds a newcomer back only if
-  the utility the running generations would lose in its company (those already late but
-  still earning included) is more than what waiting for the segments at risk costs it,
-  each segment priced at its typical length: importance counts through the TUFs, so an
-  urgent task waits for a normal one's deadline only while waiting costs it nothing. A
-  newcomer it holds back holds back no one else: each queued generation is weighed in
-  turn;
+  generation never overtakes a higher-priority one. `timely` weighs the newcomer against the
+  running segments its company would cost utility (those already late but still earning
+  too), each segment priced at its typical length, and importance first: it holds the
+  newcomer back if waiting for them costs it nothing, or less than the ones at least as
+  important lose; what less important segments lose never holds back a newcomer that loses
+  by waiting (an urgent task never waits on normal ones' utility). A newcomer it holds back
+  holds back no one else: each queued generation is weighed in turn;
 - preemption (suspending policies): with a full batch, a better queued generation replaces
   the lowest-priority running one, which keeps its context and waits in the queue (`timely`:
   never a more important one that would lose utility by waiting, its segment priced at its
@@ -23,10 +23,11 @@
   robots are busy long enough, or their segment's utility is already lost) are suspended if
   running, and kept out if queued, while their company would cost it utility (its segment
   priced at its skill set's typical length), so the important one decodes at a small batch's
-  step time. The rule holds for whichever generation is the most important one running: a
-  newcomer is not prefilled beside an urgent segment only to be suspended the next
-  iteration, and one kept out for a segment that ends stays out while it would slow the
-  next. They join once no more important segment would earn less in their company;
+  step time. The rule holds for whichever generation is the most important one running whose
+  segment still earns (one already lost gains nothing): a newcomer is not prefilled beside
+  an urgent segment only to be suspended the next iteration, and one kept out for a segment
+  that ends stays out while it would slow the next. They join once no more important
+  segment would earn less in their company;
 - consolidation (`rtlm`, RT-LM's dynamic consolidation): at most b generations, and one joins
   a running batch only if its predicted remaining tokens are within a factor e^lambda of the
   batch's median, so generations of similar length run together.
@@ -103,7 +104,7 @@ class BatchController:
         prefill_total = 0  # prompts admitted in this decision are all prefilled next iteration
         resumes = 0
         kv_free = self.engine.kv_free_tokens()
-        critical = self._critical(batch)
+        critical = self._critical(batch, now)
         for entry in queue.in_order(now):
             gen = gens[entry.gen_id]
             if critical is not None and self._can_wait_for(gen, entry, critical, batch, context, now) \
@@ -144,7 +145,7 @@ class BatchController:
             prefill_total += prefill
             resumes += int(resume)
             kv_free -= kv_needed
-            critical = self._critical(batch)
+            critical = self._critical(batch, now)
         shrunk: list[BatchMember] = []
         if critical is not None:
             shrunk = self._shrink_for(critical, [g for g in batch if g in victims], batch, context, prefill_total,
@@ -171,11 +172,12 @@ class BatchController:
         return (gen.entry.tuf.beta > newcomer.entry.tuf.beta
                 and self._loses_by_waiting(gen.entry, self._typical_remaining_tokens(gen), newcomer, step, now))
 
-    def _earns_taken_now(self, gen: BatchMember, step: float, now: float) -> bool:
-        """True if `gen`'s current segment, at its expected length from now at `step` seconds a
-        token, ends before its cutoff."""
+    def _earns_taken_now(self, gen: BatchMember, step: float, now: float, typical: bool = False) -> bool:
+        """True if `gen`'s current segment, at its expected (or typical) length from now at
+        `step` seconds a token, ends before its cutoff."""
         entry = gen.entry
-        return entry.tuf.utility(now + self._remaining_tokens(gen) * step - entry.ref_s) > 0
+        tokens = self._typical_remaining_tokens(gen) if typical else self._remaining_tokens(gen)
+        return entry.tuf.utility(now + tokens * step - entry.ref_s) > 0
 
     def _consolidates(self, gen: BatchMember, batch: list[BatchMember]) -> bool:
         """rtlm: room in a consolidated batch, and a predicted remaining length like the batch's."""
@@ -241,12 +243,16 @@ class BatchController:
         entry, n = gen.entry, self._typical_remaining_tokens(gen)
         return entry.utility_lost(now + fast(n), now + slow(n)) > 0
 
-    def _critical(self, batch: list[BatchMember]) -> BatchMember | None:
+    def _critical(self, batch: list[BatchMember], now: float) -> BatchMember | None:
         """The running generation less important ones may be suspended or kept out for: the
-        most important (largest beta, then earliest deadline)."""
+        most important (largest beta, then earliest deadline) whose segment could still earn,
+        decoding alone. One already lost gains nothing from a smaller batch, and chosen for
+        its early deadline it would hide an urgent segment that still earns."""
         if not self.shrink or not batch:
             return None
-        return max(batch, key=lambda g: (g.entry.tuf.beta, -g.deadline_s))
+        earning = [g for g in batch if self._earns_taken_now(
+            g, self.engine.predict_step_s(1, self._joining(g)[1]), now, typical=True)]
+        return max(earning, key=lambda g: (g.entry.tuf.beta, -g.deadline_s), default=None)
 
     @staticmethod
     def _remaining_tokens(gen: BatchMember) -> int:
@@ -287,33 +293,41 @@ class BatchController:
                          now: float, newcomer: BatchMember, entry: QueueEntry) -> bool:
         """False if admitting `newcomer` would make a running generation miss a deadline it
         would otherwise meet (one that misses anyway does not block admissions). With
-        `guard_by_importance`, once some running segment is at risk the choice is weighed at
-        the margin: what the newcomer's company costs every running segment (those already
-        late but still earning too) against what waiting for the segments at risk costs the
-        newcomer. Utility weighs importance on both sides (an urgent newcomer waits for a
-        normal segment only while waiting costs it nothing). The queue behind the newcomer is
-        not summed in (a crowd of small waits would outweigh nearly any loss, most of all on a
-        CPU, where a step costs nearly the same at any batch size): a deferral holds back only
-        the newcomer, and each generation behind it is weighed in turn.
+        `guard_by_importance`, a running segment is at risk wherever the newcomer's company
+        costs it utility (one already late but still earning too), and the choice is weighed
+        at the margin, importance first: the newcomer waits if waiting for the segments at
+        risk costs it nothing, or less than the ones at least as important lose in its
+        company. What less important segments lose counts only against a newcomer that loses
+        nothing by waiting: summed against an urgent task's own loss, a crowd of normal
+        segments would hold it back one-for-one in utility, and the urgent task is the one a
+        user cannot spare (an urgent newcomer waits for a normal segment only while waiting
+        costs it nothing). The queue behind the newcomer is not summed in (a crowd of small
+        waits would outweigh nearly any loss, most of all on a CPU, where a step costs nearly
+        the same at any batch size): a deferral holds back only the newcomer, and each
+        generation behind it is weighed in turn.
         Both sides are priced at their typical lengths, as the preemption guard prices them:
         at l_max, a running segment a token or two from its end looks at risk, and the
         newcomer waits for nothing."""
         step_now = self.engine.predict_step_s(len(batch), context)
         step = self.engine.predict_step_s(len(batch) + 1, context)
         first = self.engine.predict_step_s(len(batch) + 1, context, prefill, resumes)
-        at_risk, loss, wait = False, 0.0, 0.0
+        at_risk, loss, wait = False, 0.0, 0.0  # loss: of the segments at risk at least as important
         for gen in batch:
             slack = gen.deadline_s - now
             remaining = self._typical_remaining_tokens(gen) if self.guard_by_importance else self._remaining_tokens(gen)
             alone, joined = remaining * step_now, first + (remaining - 1) * step
-            if alone < slack <= joined:
-                if not self.guard_by_importance or gen.entry is None:
+            if not self.guard_by_importance or gen.entry is None:
+                if alone < slack <= joined:
                     return False
+                continue
+            lost = gen.entry.utility_lost(now + alone, now + joined)
+            if lost > 0:
                 at_risk = True
                 wait = max(wait, alone)
-            if self.guard_by_importance and gen.entry is not None:
-                loss += gen.entry.utility_lost(now + alone, now + joined)
+                if gen.entry.tuf.beta >= entry.tuf.beta:
+                    loss += lost
         if not at_risk:
             return True
         own = first + (self._typical_remaining_tokens(newcomer) - 1) * step
-        return entry.utility_lost(now + own, now + wait + own) >= loss
+        own_loss = entry.utility_lost(now + own, now + wait + own)
+        return own_loss > 0 and own_loss >= loss

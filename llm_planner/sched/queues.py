@@ -317,8 +317,9 @@ class Policy:
     hold: bool = False
     shrink: bool = False
     bound_wait: bool = False
-    # latency-guided admission holds a newcomer back only if the running lose more utility in its
-    # company than it loses by waiting; preemption suspends no running generation for a less important one
+    # latency-guided admission holds a newcomer back only if it loses nothing by waiting, or less than the
+    # running at least as important lose in its company; preemption suspends no running generation for a
+    # less important one
     guard_by_importance: bool = False
 
     def make_queue(self, behaviour: Behaviour | None = None) -> ReadyQueue:

@@ -75,9 +75,10 @@ class FeaturesConfig(_Strict):
     lost_wait_s: float = Field(default=30.0, gt=0, description="bound_wait: how long a segment may wait once its "
                                                               "utility is lost")
     importance_guard: bool = Field(default=True, description="latency-guided admission holds a task back only "
-                                                             "if the running generations lose more utility in "
-                                                             "its company than it loses by waiting, and then "
-                                                             "holds back no one behind it; "
+                                                             "if it loses nothing by waiting, or less than the "
+                                                             "running generations at least as important lose "
+                                                             "in its company, and then holds back no one "
+                                                             "behind it; "
                                                              "preemption suspends no running generation that would "
                                                              "lose utility by waiting, for a less important one, "
                                                              "nor one for a newcomer at most as important that "
