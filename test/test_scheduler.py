@@ -397,7 +397,7 @@ def test_a_segment_done_in_time_at_its_typical_length_is_not_shrunk_for():
 def test_an_urgent_segment_already_lost_does_not_hide_one_that_still_earns_from_the_shrink():
     """Two urgent segments and a normal one whose robot is busy decode in a batch of three at
     0.09 s a step. One urgent segment was due long ago and earns nothing whatever the batch;
-    the other, at its 5 typical tokens, ends at 0.45 s in this batch (a third of its utility)
+    the other, at its 5 typical tokens, ends at 0.45 s in this batch (a sixth of its utility)
     and at 0.3 s in a batch of two (two thirds). The normal generation is suspended for the one
     that still earns, though the lost one's deadline is earlier."""
     from llm_planner.sched.batch import BatchController
