@@ -625,18 +625,9 @@ def test_the_hold_prices_segments_to_come_at_the_batch_the_queue_fills(config, t
     """Generations kept in the queue (by latency-guided admission, by the batch shrinking for
     an urgent one) join the batch soon: in a crowded engine a plan's next segments decode at
     the step time of the batch they fill, up to the batch size, not at the running batch's."""
-    from llm_planner.dispatch.robot_port import CallTimeSource, SimRobots
-    from llm_planner.domain.clock import VirtualClock
-    from llm_planner.engine import SimEngine, load_engine_profile
-    from llm_planner.planning.planner import Planner
-    from llm_planner.sched.queues import get_policy
-
-    clock = VirtualClock()
-    engine = SimEngine(load_engine_profile(config.engine_profile), tokenizer, clock)
     config = config.model_copy(update={"batch": config.batch.model_copy(update={"max_batch_size": 4})})
-    planner = Planner(config, get_policy("timely"), engine, clock,
-                      lambda listener: SimRobots(lambda *a: None, clock.now, CallTimeSource(0), listener),
-                      lambda status: None)
+    planner, _ = run_planner(config, tokenizer, [])  # idle: what is submitted below stays queued
+    engine = planner.replicas[0].engine
     assert planner._loaded_step_s(engine) == engine.predict_step_s(1, 0)
     for i in range(2):
         planner.submit(request(f"t{i}"))

@@ -104,7 +104,8 @@ class BatchController:
         prefill_total = 0  # prompts admitted in this decision are all prefilled next iteration
         resumes = 0
         kv_free = self.engine.kv_free_tokens()
-        critical = self._critical(batch, now)
+        earns_alone: dict[str, bool] = {}  # per generation; fixed within one decision
+        critical = self._critical(batch, now, earns_alone)
         for entry in queue.in_order(now):
             gen = gens[entry.gen_id]
             if critical is not None and self._can_wait_for(gen, entry, critical, batch, context, now) \
@@ -145,7 +146,7 @@ class BatchController:
             prefill_total += prefill
             resumes += int(resume)
             kv_free -= kv_needed
-            critical = self._critical(batch, now)
+            critical = self._critical(batch, now, earns_alone)
         shrunk: list[BatchMember] = []
         if critical is not None:
             shrunk = self._shrink_for(critical, [g for g in batch if g in victims], batch, context, prefill_total,
@@ -243,16 +244,21 @@ class BatchController:
         entry, n = gen.entry, self._typical_remaining_tokens(gen)
         return entry.utility_lost(now + fast(n), now + slow(n)) > 0
 
-    def _critical(self, batch: list[BatchMember], now: float) -> BatchMember | None:
+    def _critical(self, batch: list[BatchMember], now: float, earns_alone: dict[str, bool]) -> BatchMember | None:
         """The running generation less important ones may be suspended or kept out for: the
         most important (largest beta, then earliest deadline) whose segment could still earn,
         decoding alone. One already lost gains nothing from a smaller batch, and chosen for
-        its early deadline it would hide an urgent segment that still earns."""
+        its early deadline it would hide an urgent segment that still earns. `earns_alone`
+        keeps each generation's answer for the rest of the decision (this is asked again
+        after every admission)."""
         if not self.shrink or not batch:
             return None
-        earning = [g for g in batch if self._earns_taken_now(
-            g, self.engine.predict_step_s(1, self._joining(g)[1]), now, typical=True)]
-        return max(earning, key=lambda g: (g.entry.tuf.beta, -g.deadline_s), default=None)
+        for g in batch:
+            if g.task_id not in earns_alone:
+                earns_alone[g.task_id] = self._earns_taken_now(
+                    g, self.engine.predict_step_s(1, self._joining(g)[1]), now, typical=True)
+        return max((g for g in batch if earns_alone[g.task_id]), key=lambda g: (g.entry.tuf.beta, -g.deadline_s),
+                   default=None)
 
     @staticmethod
     def _remaining_tokens(gen: BatchMember) -> int:
