@@ -387,6 +387,72 @@ def test_sim_resume_recomputes_the_partial_kv_block_when_the_profile_models_bloc
         assert engine.stats.prefill_tokens["g"] - before == (context % block if block else 0)
 
 
+def test_sim_evicts_the_context_suspended_longest_ago_when_running_ones_need_the_space(tokenizer):
+    """Suspended contexts stay cached (a resume prefills only the partial block) while the
+    running generations leave room; past that the oldest is evicted, and its resume prefills
+    its prompt and plan so far again. Free space counts only what cached contexts cannot take."""
+    from llm_planner.domain.clock import VirtualClock
+    from llm_planner.engine import GenerationRequest, SimEngine, load_engine_profile
+
+    requests = [GenerationRequest(g, "k", "system prompt text", f"fly to the door {g}", forced_output="mf(50);tc(90);")
+                for g in ("old", "recent", "new")]
+    base = load_engine_profile("smollm2-135m-instruct-bfloat16-cpu-avx512-bf16").model_copy(
+        update={"kv_block_size": 0})
+
+    def run(capacity):
+        """Two generations run 3 steps and are suspended, oldest first; a third joins and
+        runs a step; the two resume and run a step. Returns the engine and what it reported."""
+        engine = SimEngine(base.model_copy(update={"kv_capacity_tokens": capacity}), tokenizer, VirtualClock())
+        uncached = engine.prompt_tokens(requests[0])
+        for r in requests[:2]:
+            engine.add(r)
+        seen = {"prefix": uncached - engine.prompt_tokens(requests[0])}  # cached by the first add
+        for _ in range(3):
+            engine.step()
+        for g in ("old", "recent"):
+            before = engine.kv_free_tokens()
+            engine.suspend(g)
+            seen[g] = engine.kv_free_tokens() - before  # its context, now cached
+        seen["suspended"] = engine.kv_free_tokens()
+        engine.add(requests[2])
+        seen["new"] = seen["suspended"] - engine.kv_free_tokens()
+        engine.step()
+        seen["prefilled"] = dict(engine.stats.prefill_tokens)
+        for g in ("old", "recent"):
+            engine.resume(g)
+        engine.step()
+        return engine, seen
+
+    _, roomy = run(100_000)
+    assert roomy["suspended"] == 100_000 - roomy["prefix"]  # cached contexts are not counted as taken
+    tight = roomy["prefix"] + roomy["new"] + roomy["recent"]  # the newcomer's prompt and one cached context
+    for capacity, evicted in ((100_000, set()), (tight, {"old"})):
+        engine, seen = run(capacity)
+        for g in ("old", "recent"):
+            recomputed = engine.stats.prefill_tokens[g] - seen["prefilled"][g]
+            assert recomputed == (seen[g] if g in evicted else 0), (capacity, g)
+
+
+def test_suspended_plans_that_outgrow_the_kv_space_do_not_stall_the_planner(config, tokenizer):
+    """The paper's algorithm suspends every plan after each segment. Where their contexts
+    would fill the engine's KV space, the oldest give way (and prefill again on resuming):
+    held, nothing could be admitted and every task would wait for ever."""
+    from llm_planner.engine import SimEngine
+
+    class SmallKv(SimEngine):
+        def __init__(self, profile, tokenizer, clock):
+            super().__init__(profile.model_copy(update={"kv_capacity_tokens": 2_000}), tokenizer, clock)
+
+    plan = "mf(50);tc(90);mf(50);tc(90);mf(50);tp();"
+    requests = [TaskRequest(f"t{i}", f"drone{i}", "tello", f"Scene: [door]. Fly forward, task {i}.", "normal",
+                            Tuf(1, 1, 1.5), 0.0, plan) for i in range(24)]
+    planner, _ = run_planner(config, tokenizer, requests, policy="timelyllm-paper", engine_class=SmallKv)
+    assert {r.state for r in planner.records.values()} == {TaskState.SUCCEEDED}
+    stats = planner.engine.stats
+    own = sum(count_tokens(tokenizer, user_turn(r.instruction)) + TEMPLATE_TOKENS for r in requests)
+    assert sum(stats.prefill_tokens.values()) > own + stats.prefix_prefill_tokens  # some contexts were evicted
+
+
 def test_profile_fit_recovers_the_engine_costs_it_was_measured_with():
     """fit_profile on measurements made from known costs gives those costs back."""
     from llm_planner.engine.profiler import ProfileMeasurements, fit_profile

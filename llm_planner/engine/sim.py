@@ -4,6 +4,12 @@ Content is teacher-forced: each generation replays its recorded plan one real to
 Time comes from an engine profile: every step costs a decode iteration for the batch plus the
 prefill chunks scheduled in it (chunked prefill, like vLLM). The step's duration is spent on
 the given clock (instantly on a virtual clock, really on a wall clock).
+
+KV space as vLLM's prefix cache keeps it: a suspended generation's context stays cached and
+a resume prefills only its last, partial block, until the running generations need the
+space; then the contexts suspended longest ago are evicted first, and their resumes prefill
+the prompt and the plan so far again. Free space is what the running generations and the
+shared prefixes leave: cached contexts give way to them.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ class SimEngine(Engine):
         self.stats = EngineStats()
         self._gens: dict[str, _SimSequence] = {}
         self._order: list[str] = []  # running generations in admission order
+        self._cached: dict[str, None] = {}  # suspended generations whose context is still cached, oldest first
         self._pending_resumes = 0
         self._cached_prefixes: dict[str, int] = {}
         self._piece_cache: dict[str, list[str]] = {}
@@ -69,6 +76,7 @@ class SimEngine(Engine):
         self.stats = EngineStats()
         self._gens.clear()
         self._order.clear()
+        self._cached.clear()
         self._pending_resumes = 0
         self._cached_prefixes.clear()
 
@@ -124,6 +132,7 @@ class SimEngine(Engine):
         if gen.running:
             gen.running = False
             self._order.remove(gen_id)
+            self._cached[gen_id] = None
 
     def resume(self, gen_id: str, urgency: float = 0.0) -> None:
         gen = self._get(gen_id)
@@ -131,19 +140,25 @@ class SimEngine(Engine):
             gen.running = True
             self._order.append(gen_id)
             self._pending_resumes += 1
-            gen.prefill_left += self.profile.resume_prefill_tokens(gen.context)
+            if gen_id in self._cached:
+                del self._cached[gen_id]
+                gen.prefill_left += self.profile.resume_prefill_tokens(gen.context)
+            else:  # evicted: its prompt and plan so far again (the shared prefix stays cached)
+                gen.prefill_left += gen.kv_tokens
             self.stats.resumes[gen_id] = self.stats.resumes.get(gen_id, 0) + 1
 
     def release(self, gen_id: str) -> None:
         gen = self._gens.pop(gen_id, None)
         if gen is not None and gen.running:
             self._order.remove(gen_id)
+        self._cached.pop(gen_id, None)
 
     def detach(self, gen_id: str) -> Continuation:
         gen = self._get(gen_id)
         if gen.running:
             raise EngineError(f"generation {gen_id} is running; only a suspended one moves")
         del self._gens[gen_id]
+        self._cached.pop(gen_id, None)
         return Continuation(gen.request, gen.emitted)
 
     def attach(self, continuation: Continuation, urgency: float = 0.0) -> None:
@@ -161,13 +176,26 @@ class SimEngine(Engine):
         return self._get(gen_id).context
 
     def kv_free_tokens(self) -> int:
-        used = sum(g.kv_tokens for g in self._gens.values()) + sum(self._cached_prefixes.values())
-        return self.profile.kv_capacity_tokens - used
+        return self.profile.kv_capacity_tokens - self._pinned_kv_tokens()
+
+    def _pinned_kv_tokens(self) -> int:
+        """KV space that cached contexts cannot take: the running generations' and the prefixes'."""
+        return sum(self._gens[g].kv_tokens for g in self._order) + sum(self._cached_prefixes.values())
+
+    def _evict_to_fit(self) -> None:
+        """Evict the contexts suspended longest ago until the rest fit beside the running ones."""
+        over = self._pinned_kv_tokens() + sum(self._gens[g].kv_tokens for g in self._cached) \
+            - self.profile.kv_capacity_tokens
+        while over > 0 and self._cached:
+            gen_id = next(iter(self._cached))
+            del self._cached[gen_id]
+            over -= self._gens[gen_id].kv_tokens
 
     def predict_step_s(self, batch_size: int, context_tokens: int, prefill_tokens: int = 0, resumes: int = 0) -> float:
         return self.profile.predict_step_s(batch_size, context_tokens, prefill_tokens, resumes)
 
     def step(self) -> StepResult:
+        self._evict_to_fit()
         budget = self.profile.max_batched_tokens
         decoding: list[_SimSequence] = []
         prefill = 0
