@@ -71,6 +71,17 @@ def test_resumed_generations_never_prefill_again(wid1_runs, tokenizer):
     assert sum(stats.prefill_tokens.values()) == own + stats.prefix_prefill_tokens
 
 
+def test_a_simulation_starts_with_the_skill_set_prompts_cached_as_the_planner_node_does(wid1_runs, tokenizer):
+    """The node warms its engine before it takes tasks: the first task of a skill set does
+    not prefill the skill set's system prompt, in simulation either."""
+    _, runs = wid1_runs
+    for policy, result in runs.items():
+        assert result.engine_stats.prefix_prefill_tokens == 0, policy
+        first = min(result.records, key=lambda r: r.request.arrival_s)
+        own = count_tokens(tokenizer, user_turn(first.request.instruction)) + TEMPLATE_TOKENS
+        assert result.engine_stats.prefill_tokens[first.request.task_id] == own, policy
+
+
 def test_baseline_shapes(wid1_runs):
     _, runs = wid1_runs
     for whole_plans in ("vllm", "rtlm"):

@@ -134,7 +134,7 @@ def cmd_replay(args) -> int:
                 first_actions[policy].append(run.first_actions)
             _print_run(out, name, run, records, record_path, engine)
             if args.compare_sim and repeat == 0:  # a real engine is reused on a virtual clock
-                sim = simulate(workload, source.traces, policy, run_config, args.seed, engine=engine, warm_up=True,
+                sim = simulate(workload, source.traces, policy, run_config, args.seed, engine=engine,
                                fail_rates=args.fail_rate)
                 result[f"{policy} (sim)"] = by_level(sim.records)
                 out.print(live_vs_sim_table(by_level(records), result[f"{policy} (sim)"], policy))

@@ -40,7 +40,7 @@ def check_sim(comparison: Comparison, runs_of: list[Variant], source: WorkloadSo
         for real in sims:
             plans = {r.request.task_id: r.plan for r in real.records}
             simulated = simulate(source.workload(real.seed), source.traces, policy, sim_config, real.seed,
-                                 plans=plans, warm_up=True)
+                                 plans=plans)
             sim_runs.append(simulated.records)
             by_task = {r.request.task_id: r for r in simulated.records}
             for r in real.records:

@@ -79,14 +79,14 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
              tokenizer: Tokenizer | None = None, progress: Callable[[float], None] | None = None,
              on_status: Callable[[StatusUpdate], None] | None = None,
              engine: Engine | None = None, plans: dict[str, str] | None = None,
-             warm_up: bool = False, fail_rates: dict[str, float] | None = None,
+             fail_rates: dict[str, float] | None = None,
              replica_pool: ReplicaPool | None = None) -> SimulationResult:
     """Run the whole workload to the end; every task ends in a terminal state. `engine`: a
     real engine to reuse across runs (reset here, and its skill-set prompts warmed up);
     default: a new `sim` engine. `plans`: task id -> plan for the sim engine to replay instead
-    of the trace's (e.g. what a real engine generated, to check the sim's timing). `warm_up`:
-    start with every skill set's shared prompt cached (always so for a real engine).
-    `fail_rates`: robots fail calls on purpose (catalog/faults.py). `replica_pool`: with more
+    of the trace's (e.g. what a real engine generated, to check the sim's timing). The engine
+    starts with every skill set's shared prompt cached, as the planner node warms its engine
+    before it takes tasks. `fail_rates`: robots fail calls on purpose (catalog/faults.py). `replica_pool`: with more
     than one replica configured, they are its Ray actors (the real engine's replicas must be);
     default: sim engines in this process."""
     by_id = check_workload(workload, traces, config)
@@ -125,8 +125,7 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
         if job.exec_times_s and recorded:
             times.set_recorded(request.task_id, job.exec_times_s)
         events.push(job.arrival_s, lambda r=request: planner.submit(r))
-    if warm_up or not recorded:
-        planner.warm_up()
+    planner.warm_up()
     wall0 = time.perf_counter()
 
     last_report = 0.0
