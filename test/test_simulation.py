@@ -730,3 +730,25 @@ def test_a_plans_lost_first_segment_waits_for_the_ones_after_it_at_every_level(c
     record = planner.records["t"]
     assert record.state == TaskState.SUCCEEDED
     assert len(record.segments[0].calls) > 1  # held: the first dispatch carries later segments too
+
+
+def test_the_hold_sees_as_many_segments_to_come_as_the_skill_sets_finished_plans_had(config, tokenizer):
+    """Without a predictor the segment lengths give only the next segment. Priced one segment
+    ahead, the hold releases a plan's held units as soon as they cover the next segment's
+    generation, and where the engine writes slower than the robot acts the robot then waits
+    before every unit after it; so the hold prices as many segments as the skill set's
+    finished plans had left (one before any finished)."""
+    plan = "mf(50);tc(90);mf(50);tc(90);tp();"  # five segments with a call
+    planner, _ = run_planner(config, tokenizer, [])
+    planner.submit(request("first", plan=plan))
+    first = planner._gens["first"]
+    assert planner._segments_to_come(first) == [first.skill_set.segment_tokens]
+    planner, _ = run_planner(config, tokenizer, [request("done", plan=plan)])
+    assert planner.records["done"].state == TaskState.SUCCEEDED
+    planner.submit(request("next", plan=plan))
+    gen = planner._gens["next"]
+    assert planner._segments_to_come(gen) == [gen.skill_set.segment_tokens] * 5
+    gen.call_segments = 2
+    assert planner._segments_to_come(gen) == [gen.skill_set.segment_tokens] * 3
+    gen.call_segments = 7  # longer than the plans seen: one more at least
+    assert planner._segments_to_come(gen) == [gen.skill_set.segment_tokens]

@@ -69,6 +69,7 @@ class PlanGeneration:
     seg_tokens: int = 0  # tokens generated since the last segment boundary
     tokens: int = 0  # tokens generated in all
     segments_generated: int = 0
+    call_segments: int = 0  # of those, the ones with a skill call
     generated_exec_s: float = 0.0  # the generated segments' predicted execution time
     ahead_tokens: list[float] = field(default_factory=list)  # expected tokens of each segment to come
     plan_tokens: float = math.nan  # rtlm: the plan's predicted (uncertainty-priced) tokens, redone if outrun
@@ -309,7 +310,7 @@ class Planner:
             now_s=now,
             robot_free_s=robot_free,
             held_exec_s=held_exec_s,
-            ahead_gen_s=[tokens * step for tokens in gen.ahead_tokens],
+            ahead_gen_s=[tokens * step for tokens in self._segments_to_come(gen)],
             ahead_exec_s=gen.generated_exec_s / max(1, gen.segments_generated),
             switch_gap_s=self.dispatcher.switch_gap_s,
             first_tuf=req.tuf if first else req.tuf.resumed(),
@@ -318,6 +319,16 @@ class Planner:
             exec_spread=tuple(gen.robot.duration(held_calls, f"q{p}") / held_mean_s
                               for p in EXEC_PERCENTILES) if held_mean_s > 0 else (1.0,),
         )
+
+    def _segments_to_come(self, gen: PlanGeneration) -> list[float]:
+        """Expected tokens of each segment the plan still has: as the segment lengths list them,
+        or, where they give only the next, that length for as many segments as its skill set's
+        finished plans had left at this point. Seeing one segment ahead, the hold releases a
+        plan's held units as soon as they cover the next segment's generation, and where the
+        engine writes slower than the robot acts, the robot waits before each unit after it."""
+        if self.segment_lengths.plans_ahead:
+            return gen.ahead_tokens
+        return gen.ahead_tokens * gen.observed.segments_to_come(gen.skill_set.name, gen.call_segments)
 
     # ----------------------------------------------------------------- engine loop
     @property
@@ -529,6 +540,9 @@ class Planner:
                 segments = [Segment(0, record.plan, gen.skill_set.find_calls(record.plan))]
         if any(segment.calls for segment in segments):
             self.observed_segments.observe(gen.skill_set.name, gen.seg_tokens)
+        gen.call_segments += sum(1 for segment in segments if segment.calls)
+        if out.finished:
+            self.observed_segments.observe_plan(gen.skill_set.name, gen.call_segments)
         gen.held.extend(segments)
         gen.segments_generated += len(segments)
         gen.generated_exec_s += sum(gen.robot.duration(s.calls, "mean") for s in segments)

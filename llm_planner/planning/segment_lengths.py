@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 class SegmentLengths(Protocol):
     at_current_batch: bool  # price G at the running batch size (else at batch 1)
+    plans_ahead: bool  # `ahead` lists every segment the plan is expected to still have (else the next)
 
     def start(self, task_id: str, skill_set: SkillSet, task_text: str) -> None: ...
 
@@ -42,6 +43,7 @@ class SegmentLengths(Protocol):
 
 class FixedSegmentLengths:
     at_current_batch = False
+    plans_ahead = False
 
     def start(self, task_id: str, skill_set: SkillSet, task_text: str) -> None:
         pass
@@ -61,6 +63,7 @@ class FixedSegmentLengths:
 
 class PredictedSegmentLengths:
     at_current_batch = True
+    plans_ahead = True
 
     def __init__(self, checkpoint: Path) -> None:
         from llm_planner.predictor.predict import LengthPredictor  # torch, only when configured
@@ -102,10 +105,12 @@ class PredictedSegmentLengths:
 class ObservedSegments:
     """The mean tokens of the segments with a skill call generated so far, per skill set: how
     long this model's segments typically are, where the expected length of a segment is an
-    upper estimate (l_max) or a prediction."""
+    upper estimate (l_max) or a prediction; and how many such segments its finished plans
+    had, where nothing predicts a plan's length."""
 
     def __init__(self) -> None:
         self._totals: dict[str, tuple[int, int]] = {}  # skill set -> (tokens, segments)
+        self._plans: dict[str, tuple[int, int]] = {}  # skill set -> (segments, plans)
 
     def observe(self, skill_set: str, tokens: int) -> None:
         total, count = self._totals.get(skill_set, (0, 0))
@@ -114,6 +119,16 @@ class ObservedSegments:
     def mean(self, skill_set: str) -> float | None:
         total, count = self._totals.get(skill_set, (0, 0))
         return total / count if count else None
+
+    def observe_plan(self, skill_set: str, segments: int) -> None:
+        total, count = self._plans.get(skill_set, (0, 0))
+        self._plans[skill_set] = (total + segments, count + 1)
+
+    def segments_to_come(self, skill_set: str, generated: int) -> int:
+        """Segments a plan that has `generated` so far can be expected to still have: what its
+        skill set's finished plans had on average, at least one (one before any finished)."""
+        total, count = self._plans.get(skill_set, (0, 0))
+        return max(1, round(total / count - generated)) if count else 1
 
 
 def make_segment_lengths(config: PlannerConfig, use_predictor: bool = True,
