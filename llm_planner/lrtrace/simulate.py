@@ -86,9 +86,9 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
     default: a new `sim` engine. `plans`: task id -> plan for the sim engine to replay instead
     of the trace's (e.g. what a real engine generated, to check the sim's timing). The engine
     starts with every skill set's shared prompt cached, as the planner node warms its engine
-    before it takes tasks. `fail_rates`: robots fail calls on purpose (catalog/faults.py). `replica_pool`: with more
-    than one replica configured, they are its Ray actors (the real engine's replicas must be);
-    default: sim engines in this process."""
+    before it takes tasks. `fail_rates`: robots fail calls on purpose (catalog/faults.py).
+    `replica_pool`: with more than one replica configured, they are its Ray actors (the real
+    engine's replicas must be); default: sim engines in this process."""
     by_id = check_workload(workload, traces, config)
     clock = VirtualClock()
     events = EventQueue()
