@@ -81,14 +81,14 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
              engine: Engine | None = None, plans: dict[str, str] | None = None,
              fail_rates: dict[str, float] | None = None,
              replica_pool: ReplicaPool | None = None) -> SimulationResult:
-    """Run the whole workload to the end; every task ends in a terminal state. `engine`: a
-    real engine to reuse across runs (reset here, and its skill-set prompts warmed up);
-    default: a new `sim` engine. `plans`: task id -> plan for the sim engine to replay instead
-    of the trace's (e.g. what a real engine generated, to check the sim's timing). The engine
-    starts with every skill set's shared prompt cached, as the planner node warms its engine
-    before it takes tasks. `fail_rates`: robots fail calls on purpose (catalog/faults.py).
-    `replica_pool`: with more than one replica configured, they are its Ray actors (the real
-    engine's replicas must be); default: sim engines in this process."""
+    """Run the whole workload to the end; every task ends in a terminal state. `engine`: a real
+    engine to reuse across runs (reset here); default: a new `sim` engine. `plans`: task id ->
+    plan for the sim engine to replay instead of the trace's (e.g. what a real engine
+    generated, to check the sim's timing). The engine starts with every skill set's shared
+    prompt cached, as the planner node warms its engine before it takes tasks. `fail_rates`:
+    robots fail calls on purpose (catalog/faults.py). `replica_pool`: with more than one
+    replica configured, they are its Ray actors (the real engine's replicas must be); default:
+    sim engines in this process."""
     by_id = check_workload(workload, traces, config)
     clock = VirtualClock()
     events = EventQueue()

@@ -538,9 +538,10 @@ class Planner:
                     segments.append(gen.segmenter.end_of_plan())
             else:
                 segments = [Segment(0, record.plan, gen.skill_set.find_calls(record.plan))]
-        if any(segment.calls for segment in segments):
+        with_calls = sum(1 for segment in segments if segment.calls)
+        if with_calls:
             self.observed_segments.observe(gen.skill_set.name, gen.seg_tokens)
-        gen.call_segments += sum(1 for segment in segments if segment.calls)
+        gen.call_segments += with_calls
         if out.finished:
             self.observed_segments.observe_plan(gen.skill_set.name, gen.call_segments)
         gen.held.extend(segments)
