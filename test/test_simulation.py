@@ -737,12 +737,14 @@ def test_the_hold_sees_as_many_segments_to_come_as_the_skill_sets_finished_plans
     ahead, the hold releases a plan's held units as soon as they cover the next segment's
     generation, and where the engine writes slower than the robot acts the robot then waits
     before every unit after it; so the hold prices as many segments as the skill set's
-    finished plans had left (one before any finished)."""
+    finished plans had left, and before any finished, as many as the plan has so far."""
     plan = "mf(50);tc(90);mf(50);tc(90);tp();"  # five segments with a call
     planner, _ = run_planner(config, tokenizer, [])
     planner.submit(request("first", plan=plan))
     first = planner._gens["first"]
     assert planner._segments_to_come(first) == [first.skill_set.segment_tokens]
+    first.call_segments = 3
+    assert planner._segments_to_come(first) == [first.skill_set.segment_tokens] * 3
     planner, _ = run_planner(config, tokenizer, [request("done", plan=plan)])
     assert planner.records["done"].state == TaskState.SUCCEEDED
     planner.submit(request("next", plan=plan))

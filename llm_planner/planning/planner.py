@@ -323,9 +323,10 @@ class Planner:
     def _segments_to_come(self, gen: PlanGeneration) -> list[float]:
         """Expected tokens of each segment the plan still has: as the segment lengths list them,
         or, where they give only the next, that length for as many segments as its skill set's
-        finished plans had left at this point. Seeing one segment ahead, the hold releases a
-        plan's held units as soon as they cover the next segment's generation, and where the
-        engine writes slower than the robot acts, the robot waits before each unit after it."""
+        finished plans had left at this point (as many as it has, before any finished). Seeing
+        one segment ahead, the hold releases a plan's held units as soon as they cover the next
+        segment's generation, and where the engine writes slower than the robot acts, the robot
+        waits before each unit after it."""
         if self.segment_lengths.plans_ahead:
             return gen.ahead_tokens
         return gen.ahead_tokens * gen.observed.segments_to_come(gen.skill_set.name, gen.call_segments)

@@ -126,9 +126,11 @@ class ObservedSegments:
 
     def segments_to_come(self, skill_set: str, generated: int) -> int:
         """Segments a plan that has `generated` so far can be expected to still have: what its
-        skill set's finished plans had on average, at least one (one before any finished)."""
+        skill set's finished plans had on average, at least one. Before any finished, its own
+        length is all there is to go on, and a plan that has reached it is as likely to be in
+        its first half as in its second: as many again."""
         total, count = self._plans.get(skill_set, (0, 0))
-        return max(1, round(total / count - generated)) if count else 1
+        return max(1, round(total / count - generated) if count else generated)
 
 
 def make_segment_lengths(config: PlannerConfig, use_predictor: bool = True,
