@@ -2,7 +2,14 @@
 
 import pytest
 
-from llm_planner.engine.calibration import MIN_BATCH_SAMPLES, MIN_SAMPLES, WINDOW, StepCalibration, StepCorrection
+from llm_planner.engine.calibration import (
+    MIN_BATCH_SAMPLES,
+    MIN_OWN_SAMPLES,
+    MIN_SAMPLES,
+    WINDOW,
+    StepCalibration,
+    StepCorrection,
+)
 from llm_planner.engine.profile import load_engine_profile
 
 
@@ -90,7 +97,7 @@ def test_a_flatter_engine_than_profiled_is_predicted_flatter_at_every_batch_size
     assert four - one < 0.5 * (profile.predict_step_s(4, 400) - profile.predict_step_s(1, 100))
 
 
-def test_a_further_sequence_never_makes_an_iteration_cheaper(profile):
+def test_past_the_batch_sizes_measured_a_further_sequence_never_makes_an_iteration_cheaper(profile):
     calibration = StepCalibration(profile)
     for _ in range(MIN_SAMPLES):
         for batch in (1, 2):
@@ -98,6 +105,43 @@ def test_a_further_sequence_never_makes_an_iteration_cheaper(profile):
     correction = calibration.correction
     assert correction.decode_s_per_seq == pytest.approx(-profile.decode_s_per_seq)
     assert correction.predict_step_s(profile, 6, 0) >= correction.predict_step_s(profile, 1, 0)
+
+
+def measured_by_batch(calibration, profile, errors, n):
+    for _ in range(n):
+        for batch, error in errors.items():
+            calibration.observe(batch, 100 * batch, 0, 0, profile.predict_step_s(batch, 100 * batch) + error)
+
+
+def test_a_batch_size_measured_dearer_than_its_neighbours_is_predicted_at_its_own_cost(profile):
+    # two sequences cost 5 ms more than one or three: a line through the three would put two
+    # between them, and suspending the third generation would look like a gain
+    errors = {1: 0.010, 2: 0.015 - profile.decode_s_per_seq, 3: 0.010 - 2 * profile.decode_s_per_seq}
+    calibration = StepCalibration(profile)
+    measured_by_batch(calibration, profile, errors, MIN_OWN_SAMPLES)
+    correction = calibration.correction
+    one, two, three = (correction.predict_step_s(profile, b, 100 * b) for b in (1, 2, 3))
+    for batch, error in errors.items():
+        assert correction.predict_step_s(profile, batch, 100 * batch) == pytest.approx(
+            profile.predict_step_s(batch, 100 * batch) + error)
+    assert two > three and two > one
+    line = correction.decode_offset_s + 3 * correction.decode_s_per_seq  # batch 4 was never measured
+    assert correction.predict_step_s(profile, 4, 400) == pytest.approx(
+        profile.predict_step_s(4, 400) + max(line, *errors.values()))
+    assert correction.predict_step_s(profile, 4, 400) > two
+    assert "batch 2 +" in correction.describe()
+
+
+def test_a_batch_size_seen_a_few_times_is_priced_on_the_line(profile):
+    calibration = StepCalibration(profile)
+    measured_by_batch(calibration, profile, {1: 0.010, 3: 0.010}, MIN_OWN_SAMPLES)
+    measured_by_batch(calibration, profile, {2: 0.030}, MIN_OWN_SAMPLES - 1)
+    correction = calibration.correction
+    line = correction.decode_offset_s + correction.decode_s_per_seq
+    assert correction.predict_step_s(profile, 2, 200) == pytest.approx(profile.predict_step_s(2, 200) + line)
+    measured_by_batch(calibration, profile, {2: 0.030}, 1)
+    assert calibration.correction.predict_step_s(profile, 2, 200) == pytest.approx(
+        profile.predict_step_s(2, 200) + 0.030)
 
 
 def test_the_slope_waits_for_two_batch_sizes_seen_often_enough(profile):

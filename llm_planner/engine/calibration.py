@@ -14,9 +14,15 @@ at the few sequences a fleet keeps running, the line can be steeper than the eng
 the profile added 2.6 ms a sequence. Priced so, a smaller batch looks faster than it is, and
 suspending a generation for a more important one looks like a gain it does not bring.
 
+Nor is an engine's cost always a line in the batch size: on the AMD EPYC with AVX-512 and
+bf16, live decode iterations of 2 sequences took about 4 ms more than those of 1, 3 or 4 (about
+30 ms). Priced on a line, suspending the third of three generations for an alert looks like a
+gain where it makes every step of the alert slower.
+
 `StepCalibration` watches measured iterations and learns a `StepCorrection`: an offset added
 to every decode iteration and a slope added per further sequence (a line through the median
-error at each batch size seen, weighted by how often it was seen), and a factor on what
+error at each batch size seen, weighted by how often it was seen), the median error of each
+batch size seen often enough, which replaces the line's there, and a factor on what
 prefill and resumes add to an iteration (the median of the last ratios measured). All come
 from medians over a sliding window, so a stray slow iteration moves none of them, and they
 follow the engine as it warms up or the machine's load changes. An engine whose time is its
@@ -27,19 +33,21 @@ from __future__ import annotations
 
 import statistics
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from llm_planner.engine.profile import EngineProfile
 
 WINDOW = 128  # iterations of each kind the correction is learned from
 MIN_SAMPLES = 8  # before these, that part of the correction stays neutral
 MIN_BATCH_SAMPLES = 4  # decode iterations at one batch size before its median error counts towards the slope
+MIN_OWN_SAMPLES = 8  # decode iterations at one batch size before its median error replaces the line's there
 MIN_EXTRA_S = 0.005  # iterations whose predicted prefill and resume cost is smaller say little about its scale
 FACTOR_RANGE = (0.5, 4.0)
 MAX_NEGATIVE_OFFSET = 0.5  # an offset takes at most this fraction of the profile's decode base away
 # The slope added per sequence, as a fraction of the profile's own: at -1 a further sequence costs
 # only its context, at +1 twice the profile's (a line through a few batch sizes extrapolates).
 SLOPE_RANGE = (-1.0, 1.0)
+OFF_LINE_SHOWN_S = 0.001  # a batch size whose own error is this far off the line is named in `describe`
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,7 @@ class StepCorrection:
     decode_offset_s: float = 0.0
     extra_factor: float = 1.0
     decode_s_per_seq: float = 0.0  # added per further sequence in the batch
+    by_batch_s: dict[int, float] = field(default_factory=dict)  # batch size -> its own error, where measured
 
     def predict_step_s(self, profile: EngineProfile, batch_size: int, context_tokens: int, prefill_tokens: int = 0,
                        resumes: int = 0) -> float:
@@ -60,11 +69,30 @@ class StepCorrection:
 
     def decode_s(self, predicted_s: float, batch_size: int) -> float:
         """A decode iteration the profile predicts at `predicted_s`, corrected."""
-        return max(0.0, predicted_s + self.decode_offset_s + self.decode_s_per_seq * max(0, batch_size - 1))
+        return max(0.0, predicted_s + self.decode_error_s(batch_size))
+
+    def decode_error_s(self, batch_size: int) -> float:
+        """What a decode iteration of `batch_size` sequences takes beyond the profile: its own
+        measured error, else the line's, but never less than a smaller batch was measured to
+        take (the profile's step grows with the batch, so no further sequence makes an
+        iteration cheaper than one measured)."""
+        line = self._line_s(batch_size)
+        if not self.by_batch_s:
+            return line
+        own = self.by_batch_s.get(batch_size)
+        if own is not None:
+            return own
+        return max([line] + [e for b, e in self.by_batch_s.items() if b < batch_size])
+
+    def _line_s(self, batch_size: int) -> float:
+        return self.decode_offset_s + self.decode_s_per_seq * max(0, batch_size - 1)
 
     def describe(self) -> str:
+        off_line = "".join(f", batch {batch} {(error - self._line_s(batch)) * 1000:+.0f} ms"
+                           for batch, error in sorted(self.by_batch_s.items())
+                           if abs(error - self._line_s(batch)) >= OFF_LINE_SHOWN_S)
         return (f"decode {self.decode_offset_s * 1000:+.0f} ms {self.decode_s_per_seq * 1000:+.1f} ms a further "
-                f"sequence, prefill and resumes x{self.extra_factor:.2f}")
+                f"sequence{off_line}, prefill and resumes x{self.extra_factor:.2f}")
 
 
 class StepCalibration:
@@ -92,22 +120,25 @@ class StepCalibration:
         self.correction = self._learned()
 
     def _learned(self) -> StepCorrection:
-        offset, slope, factor = 0.0, 0.0, 1.0
+        offset, slope, factor, own = 0.0, 0.0, 1.0, {}
         if len(self._decode_errors) >= MIN_SAMPLES:
-            offset, slope = self._decode_line()
-            offset = max(-MAX_NEGATIVE_OFFSET * self.profile.decode_base_s, offset)
+            by_batch: dict[int, list[float]] = {}
+            for batch, error in self._decode_errors:
+                by_batch.setdefault(batch, []).append(error)
+            floor = -MAX_NEGATIVE_OFFSET * self.profile.decode_base_s
+            offset, slope = self._decode_line(by_batch)
+            offset = max(floor, offset)
+            own = {batch: max(floor, statistics.median(errors)) for batch, errors in by_batch.items()
+                   if len(errors) >= MIN_OWN_SAMPLES}
         if len(self._extra_ratios) >= MIN_SAMPLES:
             low, high = FACTOR_RANGE
             factor = min(high, max(low, statistics.median(self._extra_ratios)))
-        return StepCorrection(offset, factor, slope)
+        return StepCorrection(offset, factor, slope, own)
 
-    def _decode_line(self) -> tuple[float, float]:
+    def _decode_line(self, by_batch: dict[int, list[float]]) -> tuple[float, float]:
         """(error at batch 1, error added per further sequence): a line through the median
         error of each batch size seen often enough, weighted by its count; flat, at the median
         of all errors, until two batch sizes have been."""
-        by_batch: dict[int, list[float]] = {}
-        for batch, error in self._decode_errors:
-            by_batch.setdefault(batch, []).append(error)
         points = [(batch - 1, statistics.median(errors), len(errors)) for batch, errors in by_batch.items()
                   if len(errors) >= MIN_BATCH_SAMPLES]
         if len(points) < 2:

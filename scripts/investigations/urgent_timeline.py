@@ -18,6 +18,7 @@ resumes of the policy. E.g.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -80,9 +81,10 @@ def show(log_path: str, recordings: list[str]) -> None:
         recorded = read_tasks(recording)
         queued, sent = recorded.reached(TaskState.QUEUED), recorded.reached(TaskState.EXECUTING)
         policies = sorted({r["policy"] for r in rows if r["policy"]})
-        # a recording of several policies' replay ends in -<policy>; a one-policy log needs no name
-        policy = next((p for p in policies if Path(recording).stem.endswith(f"-{p}")),
-                      policies[0] if len(policies) == 1 else None)
+        # a recording of several policies' replay ends in -<policy> (then -run<N> with --repeat);
+        # a one-policy log needs no name
+        stem = re.sub(r"-run\d+$", "", Path(recording).stem)
+        policy = next((p for p in policies if stem.endswith(f"-{p}")), policies[0] if len(policies) == 1 else None)
         if policy is None:
             sys.exit(f"{recording}: its name ends in none of the logged policies ({', '.join(policies)})")
         mine = [r for r in rows if r["policy"] == policy]
