@@ -125,22 +125,21 @@ class StepCalibration:
             by_batch: dict[int, list[float]] = {}
             for batch, error in self._decode_errors:
                 by_batch.setdefault(batch, []).append(error)
+            medians = {batch: (statistics.median(errors), len(errors)) for batch, errors in by_batch.items()}
             floor = -MAX_NEGATIVE_OFFSET * self.profile.decode_base_s
-            offset, slope = self._decode_line(by_batch)
+            offset, slope = self._decode_line(medians)
             offset = max(floor, offset)
-            own = {batch: max(floor, statistics.median(errors)) for batch, errors in by_batch.items()
-                   if len(errors) >= MIN_OWN_SAMPLES}
+            own = {batch: max(floor, median) for batch, (median, n) in medians.items() if n >= MIN_OWN_SAMPLES}
         if len(self._extra_ratios) >= MIN_SAMPLES:
             low, high = FACTOR_RANGE
             factor = min(high, max(low, statistics.median(self._extra_ratios)))
         return StepCorrection(offset, factor, slope, own)
 
-    def _decode_line(self, by_batch: dict[int, list[float]]) -> tuple[float, float]:
+    def _decode_line(self, medians: dict[int, tuple[float, int]]) -> tuple[float, float]:
         """(error at batch 1, error added per further sequence): a line through the median
-        error of each batch size seen often enough, weighted by its count; flat, at the median
-        of all errors, until two batch sizes have been."""
-        points = [(batch - 1, statistics.median(errors), len(errors)) for batch, errors in by_batch.items()
-                  if len(errors) >= MIN_BATCH_SAMPLES]
+        error of each batch size seen often enough (`medians`: batch size -> median error, count),
+        weighted by its count; flat, at the median of all errors, until two batch sizes have been."""
+        points = [(batch - 1, median, n) for batch, (median, n) in medians.items() if n >= MIN_BATCH_SAMPLES]
         if len(points) < 2:
             return statistics.median(error for _, error in self._decode_errors), 0.0
         weight = sum(n for _, _, n in points)
