@@ -1,19 +1,19 @@
 """Does a plan depend on the company it is generated in? Greedy decoding is deterministic for a
 fixed computation, but a CPU kernel may sum in another order at another batch shape. This
-script generates one plan per task of a trace set (default: the WID2 preset's, the tasks of the
-composed `wid2-seed3` workload) with the real engine in three ways and counts the plans whose
+script generates one plan per task of a trace set (default: the bundled one, whose drone tasks
+make up the WID2 workloads) with the real engine in three ways and counts the plans whose
 tokens differ from the plan generated alone:
 
 - alone: one request at a time (the reference);
-- together: all requests in one batch, each task `--copies` times (batches of up to 32, as a
-  saturated run has);
+- together: all requests in one batch, each task `--copies` times (44 requests with the 11
+  bundled tasks and 4 copies; a saturated run's batches hold up to 32);
 - segmented: the same batch, each suspended and resumed at every segment boundary (as the
   planner does; a resumed request recomputes its last partial KV block by prefill).
 
 Each variant runs in its own process (vLLM keeps process-wide state): the engine's dtypes, and
 with `no-amx` bfloat16 with vLLM's AMX kernels off (its CPU attention and small-GEMM kernels
-are chosen by `torch.cpu._is_amx_tile_supported()`; answering False makes it take the
-AVX-512 kernels a CPU with bf16 but no AMX gets). Wall times per way are printed beside the
+are chosen by `torch.cpu._is_amx_tile_supported()`, private in torch 2.13 and vLLM 0.32;
+answering False makes it take the AVX-512 kernels a CPU with bf16 but no AMX gets). Wall times per way are printed beside the
 counts, so the price of a variant is measured in the same run.
 
     python scripts/investigations/batch_invariance.py --model smollm2-135m-instruct
@@ -39,16 +39,16 @@ def _run_one(variant: str, model: str | None, traces_name: str | None, max_token
         torch.cpu._is_amx_tile_supported = lambda: False
     from llm_planner.domain.clock import VirtualClock
     from llm_planner.engine.factory import make_vllm_engine
-    from llm_planner.lrtrace.composer import load_preset, preset_traces
     from llm_planner.lrtrace.load import load_traces
     from llm_planner.settings.config import load_planner_config
+    from llm_planner.settings.paths import data_path
     from llm_planner.testing.engine_runs import run_plans, trace_plan_requests
 
     dtype = variant.removesuffix("-no-amx")
     config = load_planner_config()
     vllm_cfg = config.vllm.model_copy(update={"engine_args": {**config.vllm.engine_args, "dtype": dtype}})
     engine = make_vllm_engine(config.model_copy(update={"vllm": vllm_cfg}), VirtualClock(), model)
-    traces = (load_traces(traces_name) if traces_name else preset_traces(load_preset("wid2"))).traces
+    traces = load_traces(traces_name or data_path("config", "traces", "timely_tasks.yaml")).traces
 
     def requests(batch_id):
         return trace_plan_requests(config, traces, batch_id, max_tokens)
@@ -75,7 +75,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of: {', '.join(VARIANTS)}")
     parser.add_argument("--model", help="the engine's model (default: the configured one)")
-    parser.add_argument("--traces", help="trace set (default: the WID2 preset's)")
+    parser.add_argument("--traces", help="trace set (default: config/traces/timely_tasks.yaml)")
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--copies", type=int, default=4, help="copies of each task in the batch (default 4)")
     parser.add_argument("--json", help="write the figures here")
