@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 DTYPES = ("bfloat16", "float32")
@@ -45,17 +43,9 @@ def main() -> int:
         return 0
     from llm_planner.engine.cpu import cpu_info
     from llm_planner.testing.bench_result import write_bench_result
+    from llm_planner.testing.engine_runs import run_in_child
 
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for dtype in DTYPES:
-            child = Path(tmp) / f"{dtype}.json"
-            proc = subprocess.run([sys.executable, __file__, "--dtype", dtype, "--json", str(child)],
-                                  capture_output=True, text=True)
-            if proc.returncode:
-                print(proc.stderr[-3000:], file=sys.stderr)
-                return proc.returncode
-            rows.append(json.loads(child.read_text()))
+    rows = [run_in_child(__file__, "--dtype", dtype) for dtype in DTYPES]
     info = cpu_info()
     print(f"CPU: {info.describe()}; default dtype here: {info.best_dtype}")
     print(f"  {'dtype':9s} {'prefill/token':>14s} {'decode B1':>10s} {'decode B8':>10s}")

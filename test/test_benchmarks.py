@@ -5,6 +5,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from llm_planner.testing.bench_result import SCHEMA, write_bench_result
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,3 +42,29 @@ def test_the_result_names_its_benchmark_machine_and_command(tmp_path):
     assert result["figures"] == {"a_ms": 2.0} and result["ratios"] == {"x/b_over_a": 1.5}
     assert result["machine"]["cores"] >= 1 and result["machine"]["cpu_class"]
     assert result["command"]
+
+
+CHILD = """import argparse, json, sys
+from pathlib import Path
+p = argparse.ArgumentParser()
+p.add_argument("--dtype")
+p.add_argument("--json")
+a = p.parse_args()
+if a.dtype == "broken":
+    print("no engine for broken", file=sys.stderr)
+    sys.exit(3)
+Path(a.json).write_text(json.dumps({"dtype": a.dtype}))
+"""
+
+
+def test_a_child_process_per_engine_setting_returns_what_it_wrote_or_its_failure(tmp_path, capsys):
+    from llm_planner.testing.engine_runs import run_in_child
+
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    assert [run_in_child(str(script), "--dtype", d) for d in ("bfloat16", "float32")] == [
+        {"dtype": "bfloat16"}, {"dtype": "float32"}]
+    with pytest.raises(SystemExit) as failed:
+        run_in_child(str(script), "--dtype", "broken")
+    assert failed.value.code == 3
+    assert "no engine for broken" in capsys.readouterr().err

@@ -4,8 +4,13 @@ of the engine itself, e.g. segmented vs unsegmented generation of the same plans
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from llm_planner.catalog.skills import load_skill_set
 from llm_planner.engine.base import Engine, GenerationRequest
@@ -88,3 +93,16 @@ ENGINE_TASKS = [
     ("python_arm", "Objects: ['bolt', 'bin']. Move to the bolt, take it, move to the bin and drop it."),
     ("minispec_drone", "Scene: [window, lamp, person]. If you can see a person, fly to them and take a photo."),
 ]
+
+
+def run_in_child(script: str, *args: str):
+    """Run `script` again in a fresh Python process with `args` and `--json FILE`, and return what
+    it wrote there: vLLM keeps process-wide state, so each engine setting gets a process of its
+    own. If the child fails, print the end of its stderr and exit with its status."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "child.json"
+        proc = subprocess.run([sys.executable, script, *args, "--json", str(out)], capture_output=True, text=True)
+        if proc.returncode:
+            print(proc.stderr[-3000:], file=sys.stderr)
+            raise SystemExit(proc.returncode)
+        return json.loads(out.read_text())

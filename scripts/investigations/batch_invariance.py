@@ -13,8 +13,8 @@ tokens differ from the plan generated alone:
 Each variant runs in its own process (vLLM keeps process-wide state): the engine's dtypes, and
 with `no-amx` bfloat16 with vLLM's AMX kernels off (its CPU attention and small-GEMM kernels
 are chosen by `torch.cpu._is_amx_tile_supported()`, private in torch 2.13 and vLLM 0.32;
-answering False makes it take the AVX-512 kernels a CPU with bf16 but no AMX gets). Wall times per way are printed beside the
-counts, so the price of a variant is measured in the same run.
+answering False makes it take the AVX-512 kernels a CPU with bf16 but no AMX gets). Wall times
+per way are printed beside the counts, so the price of a variant is measured in the same run.
 
     python scripts/investigations/batch_invariance.py --model smollm2-135m-instruct
     python scripts/investigations/batch_invariance.py --variants bfloat16,bfloat16-no-amx --json out/x.json
@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 VARIANTS = ("bfloat16", "bfloat16-no-amx", "float32")
@@ -60,13 +58,17 @@ def _run_one(variant: str, model: str | None, traces_name: str | None, max_token
         runs, wall = run_plans(engine, [request], segmented=False)
         alone.update(runs)
         wall_alone += wall
-    together, wall_together = run_plans(engine, [r for c in range(copies) for r in requests(f"t{c}")], segmented=False)
-    segmented, wall_segmented = run_plans(engine, [r for c in range(copies) for r in requests(f"s{c}")], segmented=True)
-    result = {"variant": variant, "plans": len(traces), "copies": copies, "wall_s": {"alone": round(wall_alone, 3),
-              "together": round(wall_together, 3), "segmented": round(wall_segmented, 3)}}
+    def copies_of(prefix):
+        return [r for c in range(copies) for r in requests(f"{prefix}{c}")]
+
+    together, wall_together = run_plans(engine, copies_of("t"), segmented=False)
+    segmented, wall_segmented = run_plans(engine, copies_of("s"), segmented=True)
+    result = {"variant": variant, "plans": len(traces), "copies": copies, "wall_s": {
+        "alone": round(wall_alone, 3), "together": round(wall_together, 3), "segmented": round(wall_segmented, 3)}}
     for way, runs in (("together", together), ("segmented", segmented)):
-        result[f"{way}_differing"] = [f"{t.trace_id}#{c}" for c in range(copies) for t in traces
-                                     if runs[f"{way[0]}{c}-{t.trace_id}"].token_ids != alone[f"a-{t.trace_id}"].token_ids]
+        result[f"{way}_differing"] = [
+            f"{t.trace_id}#{c}" for c in range(copies) for t in traces
+            if runs[f"{way[0]}{c}-{t.trace_id}"].token_ids != alone[f"a-{t.trace_id}"].token_ids]
     result["tokens"] = sum(len(r.token_ids) for r in alone.values())
     return result
 
@@ -82,27 +84,27 @@ def main() -> int:
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a child process's single variant
     args = parser.parse_args()
     if args.one:
-        Path(args.json).write_text(json.dumps(_run_one(args.one, args.model, args.traces, args.max_tokens, args.copies)))
+        result = _run_one(args.one, args.model, args.traces, args.max_tokens, args.copies)
+        Path(args.json).write_text(json.dumps(result))
         return 0
+    from llm_planner.testing.engine_runs import run_in_child
+
+    variants = args.variants.split(",")
+    for variant in variants:
+        if variant not in VARIANTS:
+            parser.error(f"unknown variant {variant!r}")
+    extra = [opt for name, value in (("--model", args.model), ("--traces", args.traces)) if value
+             for opt in (name, value)]
     results = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for variant in args.variants.split(","):
-            if variant not in VARIANTS:
-                parser.error(f"unknown variant {variant!r}")
-            child = Path(tmp) / f"{variant}.json"
-            extra = [opt for name, value in (("--model", args.model), ("--traces", args.traces)) if value
-                     for opt in (name, value)]
-            proc = subprocess.run([sys.executable, __file__, "--one", variant, "--json", str(child),
-                                   "--max-tokens", str(args.max_tokens), "--copies", str(args.copies), *extra], capture_output=True, text=True)
-            if proc.returncode:
-                print(proc.stderr[-3000:], file=sys.stderr)
-                return proc.returncode
-            r = json.loads(child.read_text())
-            results.append(r)
-            wall = r["wall_s"]
-            print(f"{variant:16s} {r['plans']} plans, {r['tokens']} tokens alone; of {r['plans'] * r['copies']} "
-                  f"in one batch, differ from alone: together {len(r['together_differing'])}, segmented {len(r['segmented_differing'])}; wall s alone "
-                  f"{wall['alone']:.2f}, together {wall['together']:.2f}, segmented {wall['segmented']:.2f}", flush=True)
+    for variant in variants:
+        r = run_in_child(__file__, "--one", variant, "--max-tokens", str(args.max_tokens), "--copies", str(args.copies),
+                         *extra)
+        results.append(r)
+        wall = r["wall_s"]
+        print(f"{variant:16s} {r['plans']} plans, {r['tokens']} tokens alone; of {r['plans'] * r['copies']} in one "
+              f"batch, differ from alone: together {len(r['together_differing'])}, segmented "
+              f"{len(r['segmented_differing'])}; wall s alone {wall['alone']:.2f}, together {wall['together']:.2f}, "
+              f"segmented {wall['segmented']:.2f}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0

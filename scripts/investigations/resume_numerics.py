@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 
@@ -93,16 +91,10 @@ def main() -> int:
     if args.dtype:
         result = [_run_one(args.dtype, args.max_tokens)]
     else:
-        result = []
-        with tempfile.TemporaryDirectory() as tmp:
-            for dtype in ("bfloat16", "float32"):
-                child = Path(tmp) / f"{dtype}.json"
-                proc = subprocess.run([sys.executable, __file__, "--dtype", dtype, "--max-tokens", str(args.max_tokens),
-                                       "--json", str(child), "--quiet"], capture_output=True, text=True)
-                if proc.returncode:
-                    print(proc.stderr[-3000:], file=sys.stderr)
-                    return proc.returncode
-                result.extend(json.loads(child.read_text()))
+        from llm_planner.testing.engine_runs import run_in_child
+
+        result = [run for dtype in ("bfloat16", "float32")
+                  for run in run_in_child(__file__, "--dtype", dtype, "--max-tokens", str(args.max_tokens), "--quiet")]
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     if not args.quiet:
