@@ -11,7 +11,7 @@ export LLM_PLANNER_CACHE := $(CURDIR)/.cache
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export ROS_DOMAIN_ID ?= 61
 
-.PHONY: setup demo demo-sim compare test test-fast bench bench-engine plans profile-engine results clean
+.PHONY: setup demo demo-sim compare test test-fast bench bench-engine plans profile-engine results check-results clean
 
 setup: $(BUILT)
 
@@ -101,15 +101,13 @@ bench: setup
 	$(ENV) python benchmarks/soak.py --minutes 2
 	$(ENV) python benchmarks/tuning_step.py
 
-# Regenerates docs/results/simulation (the simulated tables and plots of docs/performance.md).
+# Every simulated result under docs/results (listed, with its command, in docs/results/simulated.yaml):
+# `results` remakes them, `check-results` reruns them and fails where one differs from the stored.
 results: setup
-	for w in wid1 wid2 wid3; do \
-	  $(ENV) lrtrace compare $$w --seeds 5 --json docs/results/simulation/$$w.json \
-	    --markdown docs/results/simulation/$$w.md --plots docs/results/simulation/$$w --quiet > docs/results/simulation/$$w.txt; \
-	  $(ENV) lrtrace compare $$w --seeds 5 --max-batch 8 --json docs/results/simulation/$$w-batch8.json \
-	    --markdown docs/results/simulation/$$w-batch8.md --plots docs/results/simulation/$$w-batch8 --quiet \
-	    > docs/results/simulation/$$w-batch8.txt; \
-	done
+	$(ENV) python -m llm_planner.testing.sim_results remake
+
+check-results: setup
+	$(ENV) python -m llm_planner.testing.sim_results check
 
 clean:
 	rm -rf $(VENV) .cache out build install log

@@ -209,6 +209,21 @@ def test_save_traces_needs_the_real_engine(tmp_path, capsys):
     assert not (tmp_path / "t.yaml").exists()
 
 
+def test_dtype_sets_the_real_engines_dtype_and_is_refused_for_the_sim_engine(capsys):
+    import argparse
+
+    from llm_planner.commands.lrtrace_shared import planner_config
+
+    args = argparse.Namespace(config=None, engine="vllm", dtype="float32", max_batch=None)
+    config = planner_config(args)
+    assert config.vllm.engine_args["dtype"] == "float32"
+    assert {k: v for k, v in config.vllm.engine_args.items() if k != "dtype"} == load_planner_config().vllm.engine_args
+    assert "dtype" not in planner_config(argparse.Namespace(config=None, engine="vllm")).vllm.engine_args
+    for command in (["compare", "wid1", "--duration", "30", "--no-plots", "--quiet"], ["replay", "live1"]):
+        assert lrtrace_main([*command, "--dtype", "float32"]) == 2
+        assert "--dtype float32 is the real engine's: give --engine vllm" in " ".join(capsys.readouterr().err.split())
+
+
 def test_levels_keep_only_the_jobs_of_those_urgency_levels(capsys):
     from llm_planner.lrtrace.compare import parse_levels
 

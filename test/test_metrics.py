@@ -106,7 +106,10 @@ def test_the_gap_over_the_same_plans_leaves_out_a_task_whose_plan_differed():
     # over every task the differing plan turns seed 0's normal gap around: (140 - 170) / 2
     gaps = paired_gaps({"timely": reference, "other": other})["other"]
     assert gaps["normal"]["min"] == -15.0
-    header, every_task, same_only = paired_lines({"timely": {}, "other": {"paired": gaps}})
+    header, every_task, same_only, why = paired_lines({"timely": {}, "other": {"paired": gaps}})
     assert "mean of 2 seeds" in header and every_task.split()[0] == "other"
     assert same_only.strip().startswith("same plans only (5 of 6 tasks) normal +20.0")
+    assert "--dtype float32" in why
+    every_plan_the_same = {k: v for k, v in gaps.items() if k != "same_plans"}
+    assert len(paired_lines({"timely": {}, "other": {"paired": every_plan_the_same}})) == 2
     assert same_plan_gaps(reference, reference) is None

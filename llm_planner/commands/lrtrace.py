@@ -170,6 +170,13 @@ def fail_rates(text: str) -> dict[str, float]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def dtype_option(p) -> None:
+    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"),
+                   help="with --engine vllm: the engine's dtype (default: the config's, else bfloat16 on a CPU with "
+                        "native bf16). In bfloat16 a plan may change with the batch it is written in, so policies "
+                        "can end up executing different plans; float32 keeps them the same (docs/engine.md)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lrtrace", description=__doc__)
     parser.add_argument("--config", help="planner config (default: config/planner.yaml)")
@@ -189,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="sim: recorded plans, profiled timing; vllm: plans generated live by the model "
                             "(default: the config's engine)")
         p.add_argument("--model", help="with --engine vllm: a local Hugging Face model folder (default: config)")
+        dtype_option(p)
         p.add_argument("--duration", type=float, help="only the jobs arriving in the first N seconds")
         p.add_argument("--speed", type=float, default=1.0,
                        help="arrivals N times as fast (the workload's trigger times divided by N)")
@@ -260,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policies", help="comma-separated: replay the workload once per policy (with --start-fleet)")
     p.add_argument("--engine", choices=("sim", "vllm"), help="planner engine (with --start-fleet; default: config)")
     p.add_argument("--model", help="with --engine vllm: a local Hugging Face model folder")
+    dtype_option(p)
     p.add_argument("--max-batch", type=int)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeat", type=int, default=1, metavar="N",

@@ -29,6 +29,10 @@ def planner_config(args):
     config = load_planner_config(args.config)
     if getattr(args, "engine", None):
         config = config.model_copy(update={"engine": args.engine})
+    if getattr(args, "dtype", None):
+        if config.engine != "vllm":
+            raise ValueError(f"--dtype {args.dtype} is the real engine's: give --engine vllm")
+        config = config.with_engine_dtype(args.dtype)
     if getattr(args, "max_batch", None):
         config = config.model_copy(update={"batch": config.batch.model_copy(update={"max_batch_size": args.max_batch})})
     return config

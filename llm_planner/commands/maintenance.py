@@ -36,11 +36,10 @@ def _start_profiling_engine(args, dtype: str = CONFIG_DTYPE):
     from llm_planner.settings.config import load_planner_config
 
     config = load_planner_config(args.config)
-    engine_args = dict(config.vllm.engine_args)
     if dtype != CONFIG_DTYPE:
-        engine_args["dtype"] = dtype
+        config = config.with_engine_dtype(dtype)
     config = config.model_copy(update={"vllm": config.vllm.model_copy(update={
-        "constrained": False, "engine_profile": "auto", "engine_args": engine_args})})
+        "constrained": False, "engine_profile": "auto"})})
     return make_vllm_engine(config, WallClock(), args.model)
 
 

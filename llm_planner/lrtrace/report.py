@@ -138,6 +138,10 @@ def paired_lines(results: dict[str, dict], over: str = "seeds") -> list[str]:
         same = gaps.get("same_plans")
         if same is not None:
             lines.append(f"    same plans only ({same['tasks']} of {same['of']} tasks) " + _gaps(same))
+    if any("same_plans" in gaps for gaps in paired.values()):
+        lines.append("  Some tasks executed other plans in other runs, so these gaps mix plans with schedules; "
+                     "in bfloat16 a plan can change with its batch (--dtype float32 kept plans equal where measured, "
+                     "docs/engine.md)")
     return lines
 
 

@@ -212,6 +212,11 @@ class PlannerConfig(_Strict):
                 return lvl.name
         return None
 
+    def with_engine_dtype(self, dtype: str) -> PlannerConfig:
+        """The same config with the real engine computing in `dtype` (its engine_args' dtype)."""
+        return self.model_copy(update={"vllm": self.vllm.model_copy(update={
+            "engine_args": {**self.vllm.engine_args, "dtype": dtype}})})
+
     def robot_type(self, name: str) -> RobotTypeConfig:
         try:
             return self.robot_types[name]
