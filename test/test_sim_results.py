@@ -34,13 +34,16 @@ def _manifest(tmp_path, body: str):
     return path
 
 
-def test_a_manifest_with_an_unknown_config_a_repeated_result_or_an_unknown_setting_is_refused(tmp_path):
+def test_a_manifest_with_an_unknown_config_or_setting_a_repeated_result_or_an_unfilled_name_is_refused(tmp_path):
     with pytest.raises(ValueError, match="names config 'fast'"):
         load_manifest(_manifest(tmp_path, "runs:\n  - {out: a, run: compare wid1, config: fast}\n"))
     with pytest.raises(ValueError, match="more than one run writes a/x1"):
         load_manifest(_manifest(tmp_path, "runs:\n  - {out: 'a/x{S}', run: compare wid1, for: {S: [1, 1]}}\n"))
-    with pytest.raises(ValueError, match="features.lost_wait is not a setting"):
-        write_configs({"typo": {"features.lost_wait": 3}}, tmp_path)
+    with pytest.raises(ValueError, match="no `for` values for S"):
+        load_manifest(_manifest(tmp_path, "runs:\n  - {out: 'a/x{S}', run: 'compare wid1 --speed {S}'}\n"))
+    for typo in ("features.lost_wait", "policy.name", "feature.lost_wait_s"):
+        with pytest.raises(ValueError, match=f"{typo} is not a setting"):
+            write_configs({"typo": {typo: 3}}, tmp_path)
 
 
 def test_each_combination_of_for_values_is_one_run(tmp_path):

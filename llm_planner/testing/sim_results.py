@@ -19,6 +19,7 @@ import itertools
 import json
 import math
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -61,6 +62,9 @@ def load_manifest(path: Path = MANIFEST) -> tuple[dict[str, dict], list[str], li
         for values in itertools.product(*axes.values()):
             fill = {f"{{{name}}}": str(value) for name, value in zip(axes, values)}
             out, run, config = (_fill(entry.get(key), fill) for key in ("out", "run", "config"))
+            unfilled = sorted(set(re.findall(r"\{(\w+)\}", f"{out} {run} {config}")) - {"out"})
+            if unfilled:
+                raise ValueError(f"{path}: {out}: no `for` values for {', '.join(unfilled)}")
             if config is not None and config not in configs:
                 raise ValueError(f"{path}: {out} names config {config!r}, which is not under configs")
             runs.append(Run(out, shlex.split(run), config))
@@ -88,9 +92,9 @@ def write_configs(configs: dict[str, dict], folder: Path) -> None:
             *parents, leaf = dotted.split(".")
             node = config
             for key in parents:
-                node = node[key]
-            if leaf not in node:
-                raise ValueError(f"{MANIFEST}: config {name}: {dotted} is not a setting of {BASE_CONFIG.name}")
+                node = node.get(key) if isinstance(node, dict) else None
+            if not isinstance(node, dict) or leaf not in node:
+                raise ValueError(f"config {name}: {dotted} is not a setting of {BASE_CONFIG.name}")
             node[leaf] = value
         (folder / f"{name}.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
@@ -108,9 +112,9 @@ def make_inputs(inputs: list[str], runs: list[Run]) -> None:
 def differences(stored, now, where: str = "") -> list[str]:
     """Where two results differ: `label / level / metric: stored -> now`."""
     if isinstance(stored, dict) and isinstance(now, dict):
-        found = [f"{where}{key}: only in the stored result" for key in stored.keys() - now.keys()]
-        found += [f"{where}{key}: only in the rerun" for key in now.keys() - stored.keys()]
-        for key in stored.keys() & now.keys():
+        found = [f"{where}{key}: only in the stored result" for key in sorted(stored.keys() - now.keys())]
+        found += [f"{where}{key}: only in the rerun" for key in sorted(now.keys() - stored.keys())]
+        for key in [key for key in stored if key in now]:
             found += differences(stored[key], now[key], f"{where}{key} / ")
         return found
     if isinstance(stored, (int, float)) and isinstance(now, (int, float)):
