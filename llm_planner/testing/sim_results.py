@@ -24,7 +24,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,11 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         make_inputs(inputs, runs)
         into = stored if args.action == "remake" else Path(tmp) / "results"
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-            done = pool.map(lambda r: (r, run_one(r, config_dir, into / r.out)), runs)
+            pending = {pool.submit(run_one, run, config_dir, into / run.out): run for run in runs}
             failed = 0
-            for number, (run, process) in enumerate(done, 1):
-                failed += not report(run, process, into / run.out, stored if args.action == "check" else None,
-                                     f"[{number}/{len(runs)}]")
+            for number, future in enumerate(as_completed(pending), 1):  # each as it ends: progress
+                run = pending[future]
+                failed += not report(run, future.result(), into / run.out,
+                                     stored if args.action == "check" else None, f"[{number}/{len(runs)}]")
     print(f"{len(runs) - failed} of {len(runs)} {'the same as stored' if args.action == 'check' else 'remade'}")
     return 1 if failed else 0
 
