@@ -22,9 +22,8 @@ def _measure(dtype: str) -> dict:
     from llm_planner.engine.profiler import EngineProfiler
     from llm_planner.settings.config import load_planner_config
 
-    config = load_planner_config()
-    vllm_cfg = config.vllm.model_copy(update={"constrained": False,
-                                              "engine_args": {**config.vllm.engine_args, "dtype": dtype}})
+    config = load_planner_config().with_engine_dtype(dtype)
+    vllm_cfg = config.vllm.model_copy(update={"constrained": False})
     engine = make_vllm_engine(config.model_copy(update={"vllm": vllm_cfg}), WallClock())
     profiler = EngineProfiler(engine, log=lambda _: None)
     (_, prefill_s), = profiler.measure_prefill([256], 2)

@@ -29,17 +29,11 @@ from llm_planner.testing.engine_runs import run_plans
 pytestmark = pytest.mark.vllm
 
 
-
-def float32_config(config):
-    exact = config.vllm.model_copy(update={"engine_args": {**config.vllm.engine_args, "dtype": "float32"}})
-    return config.model_copy(update={"vllm": exact})
-
-
 @pytest.fixture(scope="module")
 def engine(config):
     from llm_planner.engine.factory import make_vllm_engine
 
-    engine = make_vllm_engine(float32_config(config), VirtualClock())
+    engine = make_vllm_engine(config.with_engine_dtype("float32"), VirtualClock())
     yield engine
     engine.reset()
 
@@ -135,7 +129,7 @@ def test_a_vllm_replica_on_ray_resumes_exactly_as_in_process(engine, uninterrupt
     from llm_planner.engine.ray_replica import RayEngine, start_ray
 
     start_ray()
-    exact = float32_config(config).model_copy(update={"engine": "vllm"})
+    exact = config.with_engine_dtype("float32").model_copy(update={"engine": "vllm"})
     replica = RayEngine(partial(make_engine, exact), VirtualClock(), "vLLM replica", cpus=1)
     try:
         assert replica.engine_name == "VllmEngine" and replica.dtype == "float32"

@@ -43,9 +43,8 @@ def _run_one(variant: str, model: str | None, traces_name: str | None, max_token
     from llm_planner.testing.engine_runs import run_plans, trace_plan_requests
 
     dtype = variant.removesuffix("-no-amx")
-    config = load_planner_config()
-    vllm_cfg = config.vllm.model_copy(update={"engine_args": {**config.vllm.engine_args, "dtype": dtype}})
-    engine = make_vllm_engine(config.model_copy(update={"vllm": vllm_cfg}), VirtualClock(), model)
+    config = load_planner_config().with_engine_dtype(dtype)
+    engine = make_vllm_engine(config, VirtualClock(), model)
     traces = load_traces(traces_name or data_path("config", "traces", "timely_tasks.yaml")).traces
 
     def requests(batch_id):
