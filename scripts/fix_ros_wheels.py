@@ -1,5 +1,5 @@
 """The ROS 2 wheels' exported CMake files name their build machine's Python and NumPy include
-folders; point them at this interpreter's (idempotent). See ../shared/notes/ros2-from-pypi.md."""
+folders; point them at this interpreter's (idempotent), so that colcon can build the interfaces."""
 
 import pathlib
 import sys

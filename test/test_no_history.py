@@ -1,6 +1,7 @@
 """The project speaks of itself as it is now: no tracked file or folder name, and no line of
 the README, docs, code, tests, data or saved benchmark output, carries labels of rounds of
-work, tracker numbers or first person. History belongs in commit messages."""
+work, tracker numbers or first person. History belongs in commit messages. It also stands
+alone: no line sends the reader to notes kept outside the repository."""
 
 import re
 import subprocess
@@ -12,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HISTORY = re.compile(r"\bsessions?\s+\d|\b(?:this|previous|last|next|earlier|later)\s+(?:session|round)s?\b"
                      r"|\bissues?\s*#?\d|\brounds?\s+of\s+work\b", re.IGNORECASE)
 FIRST_PERSON = [re.compile(r"\b(?:we|our|ours)\b", re.IGNORECASE), re.compile(r"(?<![\w/'\"`.-])I(?![\w/'\"`-])")]
+OUTSIDE_NOTES = re.compile(r"(?:\.\./)?\bshared/(?:notes\b|DESIGN\.md)")
 HISTORY_NAME = re.compile(r"issue\d|session\d", re.IGNORECASE)
 THIS_FILE = Path(__file__).resolve().relative_to(ROOT).as_posix()  # it spells the patterns out
 
@@ -52,6 +54,16 @@ def test_no_tracked_line_speaks_of_rounds_of_work_tracker_numbers_or_in_the_firs
     assert found == []
 
 
+def test_no_tracked_line_cites_notes_outside_the_repository():
+    found = []
+    for name in tracked_files():
+        text = text_of(name)
+        if text is not None:
+            found += [f"{name}:{number}: {line.strip()[:120]}" for number, line in enumerate(text.splitlines(), 1)
+                      if OUTSIDE_NOTES.search(line)]
+    assert found == []
+
+
 def phrase(*words: str) -> str:
     """A phrase the check must catch, put together here so that no file holds it whole."""
     return " ".join(words)
@@ -64,6 +76,15 @@ def phrase(*words: str) -> str:
     phrase("the next", "round" " of", "work")])
 def test_the_check_catches_each_kind(line):
     assert offending_lines(line) != []
+
+
+@pytest.mark.parametrize("line", ["as collected in " + "shared/" "notes/figures.md", "See ../" "shared/" "DESIGN.md"])
+def test_the_outside_notes_check_catches_a_citation(line):
+    assert OUTSIDE_NOTES.search(line)
+
+
+def test_the_outside_notes_check_leaves_shared_memory_alone():
+    assert not OUTSIDE_NOTES.search("a shared/ folder of results, shared memory")
 
 
 @pytest.mark.parametrize("line", [

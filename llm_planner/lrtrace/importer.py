@@ -1,4 +1,4 @@
-"""Import the TimelyLLM artifact's JSON (schema in shared/notes/reference-figures.md).
+"""Import the TimelyLLM artifact's JSON (its workload and trace-set files, CC BY 4.0).
 
 Workload: a list of jobs `{"job_id", "trigger time", "agent_id", ["robot_type", "robot_system",]
 "trace_id", "task_input", "exe_time_detail": [[skill_token, seconds], ...], "task_exe_time",
