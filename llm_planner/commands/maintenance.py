@@ -28,7 +28,7 @@ def cmd_prepare(args) -> int:
 CONFIG_DTYPE = "config"  # `--dtype config`: the dtype the config gives this machine (the main job's)
 
 
-def _start_profiling_engine(args, dtype: str = CONFIG_DTYPE):
+def start_profiling_engine(args, dtype: str = CONFIG_DTYPE):
     """The configured real engine without the grammar (profiles time the bare engine), in
     `dtype`, with this machine's profile (or its stand-in)."""
     from llm_planner.domain.clock import WallClock
@@ -86,7 +86,7 @@ def _print_overhead(measurements, engine) -> None:
 def cmd_profile_engine(args) -> int:
     from llm_planner.engine.profile import measured_profiles_dir
 
-    engine = _start_profiling_engine(args, args.dtype)
+    engine = start_profiling_engine(args, args.dtype)
     name = args.name or engine.profile_choice.key.name
     output = Path(args.output) if args.output else (measured_profiles_dir() / f"{name}.yaml" if args.save else None)
     _measure_profile(engine, args.quick, output, name, args.model_label, args.hardware)
@@ -113,7 +113,7 @@ def cmd_check_engine(args) -> int:
     print(f"CPU: {cpu_info().describe()}")
     config_dtype = engine_dtype(load_planner_config(args.config).vllm.engine_args, cpu_info() if on_cpu() else None)
     for dtype in checked_dtypes(args.dtype, config_dtype):
-        engine = _start_profiling_engine(args, dtype)
+        engine = start_profiling_engine(args, dtype)
         _check_or_measure(engine, args.tolerance)
         del engine  # one engine at a time
         gc.collect()

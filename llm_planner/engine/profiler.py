@@ -4,11 +4,17 @@
 Measured on the vLLM engine itself (no planner in the loop):
 - prefill: time to the first token of prompts of several lengths with a cold cache; the slope
   of a line through them is the per-token cost;
-- decode: mean step time of B generations of context C each, for several B and C; a least-
+- decode: median step time of B generations of context C each, for several B and C; a least-
   squares fit gives the base cost, the cost per extra sequence and per attended token;
 - resume: abort a generation and re-add prompt + generated ids; the time to its next token
   with the prefix cache (resume) and after emptying the cache (a cold re-prefill of the same
   context). The profile's `resume_s` is the resume's cost beyond a decode step.
+
+Prefill and decode are measured in rounds, every size once a round, and each size's figure is
+the median over the rounds. These machines are shared, and their speed changes over seconds
+to minutes: measured one size after another, a slow spell falls on a few sizes whole (a batch
+of 4 measured faster than a batch of 1, a fit 17% off its points); measured in rounds, it
+falls on one round of every size, which the median leaves out.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import yaml
 from llm_planner.engine.profile import EngineProfile
 
 PREFILL_FIT_MAX_TOKENS = 512
+ROUNDS = 3  # each size is measured once a round; its figure is the median over the rounds
 
 
 @dataclass
@@ -39,15 +46,13 @@ class ProfileMeasurements:
 class EngineProfiler:
     """Drives a VllmEngine's LLMEngine directly with synthetic prompts (random token ids)."""
 
-    def __init__(self, engine, log: Callable[[str], None] = print, seed: int = 0) -> None:
-        from vllm import SamplingParams, TokensPrompt
-
+    def __init__(self, engine, log: Callable[[str], None] = print, seed: int = 0,
+                 timer: Callable[[], float] = time.perf_counter) -> None:
         self.engine = engine
+        self.timer = timer
         self.llm = engine.llm
         self.log = log
         self.rng = np.random.default_rng(seed)
-        self._params = SamplingParams
-        self._prompt = TokensPrompt
         self._ids = 0
         vocab = len(engine.tokenizer)
         self._vocab = (1000, max(1001, vocab - 1000))  # plain tokens, away from special ones
@@ -58,9 +63,13 @@ class EngineProfiler:
     def _add(self, prompt: list[int], max_tokens: int) -> str:
         self._ids += 1
         rid = f"profile-{self._ids}"
-        self.llm.add_request(rid, self._prompt(prompt_token_ids=prompt),
-                             self._params(temperature=0.0, max_tokens=max_tokens, ignore_eos=True, detokenize=False))
+        self.llm.add_request(rid, {"prompt_token_ids": prompt}, self._sampling(max_tokens))  # a TokensPrompt
         return rid
+
+    def _sampling(self, max_tokens: int):
+        from vllm import SamplingParams
+
+        return SamplingParams(temperature=0.0, max_tokens=max_tokens, ignore_eos=True, detokenize=False)
 
     def _drain(self) -> None:
         while self.llm.has_unfinished_requests():
@@ -68,7 +77,7 @@ class EngineProfiler:
 
     def _first_token_s(self, prompt: list[int]) -> tuple[float, list[int]]:
         """Seconds from adding the request to its first token; returns the generated ids."""
-        started = time.perf_counter()
+        started = self.timer()
         rid = self._add(prompt, 1)
         out: list[int] = []
         while True:
@@ -76,24 +85,31 @@ class EngineProfiler:
                 if ro.request_id == rid and ro.outputs and ro.outputs[0].token_ids:
                     out = list(ro.outputs[0].token_ids)
             if out:
-                elapsed = time.perf_counter() - started
+                elapsed = self.timer() - started
                 self._drain()
                 return elapsed, out
 
     def measure_prefill(self, lengths: list[int], repeats: int) -> list[tuple[int, float]]:
-        rows = []
-        for n in lengths:
-            times = []
-            for _ in range(repeats):
+        """Each length's cold prefill, once a round for `repeats` rounds: (tokens, median seconds)."""
+        times: dict[int, list[float]] = {n: [] for n in lengths}
+        for _ in range(repeats):
+            for n in lengths:
                 self.llm.reset_prefix_cache()
-                times.append(self._first_token_s(self._tokens(n))[0])
-            rows.append((n, statistics.median(times)))
-            self.log(f"  prefill {n:5d} tokens: {rows[-1][1] * 1000:8.1f} ms")
+                times[n].append(self._first_token_s(self._tokens(n))[0])
+        rows = [(n, statistics.median(times[n])) for n in lengths]
+        for n, seconds in rows:
+            self.log(f"  prefill {n:5d} tokens: {seconds * 1000:8.1f} ms{_spread(times[n])}")
         return rows
 
-    def measure_decode(self, batches: list[int], contexts: list[int], steps: int) -> list[tuple[int, int, float]]:
-        rows = []
+    def measure_decode(self, batches: list[int], contexts: list[int], steps: int,
+                       rounds: int = ROUNDS) -> list[tuple[int, int, float]]:
+        """Step times of `batch` generations of `context` tokens each, every size once a round
+        (`steps` steps each time), alternately forwards and backwards through the sizes, so
+        that a drift within a round weighs on all of them alike: (batch, context, median over
+        the rounds of each round's median step). A size's prompts are the same every round, so
+        after the first the prefix cache serves them and a round costs little more than its steps."""
         capacity = self.engine.kv_capacity_tokens
+        sizes: list[tuple[int, int, list[list[int]]]] = []
         for context in contexts:
             for batch in batches:
                 if batch * (context + steps + 4) > capacity:
@@ -101,20 +117,31 @@ class EngineProfiler:
                     self.log(f"  decode batch {batch:3d}, context {context:5d}: skipped, "
                              f"{batch * (context + steps + 4)} tokens do not fit the {capacity}-token KV cache")
                     continue
-                self.llm.reset_prefix_cache()
-                ids = [self._add(self._tokens(context), steps + 4) for _ in range(batch)]
-                seen: set[str] = set()
-                while len(seen) < len(ids):  # every prompt prefilled and decoding
-                    seen.update(ro.request_id for ro in self.llm.step() if ro.outputs and ro.outputs[0].token_ids)
-                durations = []
-                for _ in range(steps):
-                    started = time.perf_counter()
-                    self.llm.step()
-                    durations.append(time.perf_counter() - started)
-                self._drain()
-                rows.append((batch, context, statistics.median(durations)))
-                self.log(f"  decode batch {batch:3d}, context {context:5d}: {rows[-1][2] * 1000:7.2f} ms/step")
+                sizes.append((batch, context, [self._tokens(context) for _ in range(batch)]))
+        self.llm.reset_prefix_cache()
+        medians: dict[tuple[int, int], list[float]] = {(batch, context): [] for batch, context, _ in sizes}
+        for round_ in range(rounds):
+            for batch, context, prompts in sizes if round_ % 2 == 0 else sizes[::-1]:
+                medians[(batch, context)].append(self._decode_step_s(prompts, steps))
+        rows = [(batch, context, statistics.median(medians[(batch, context)])) for batch, context, _ in sizes]
+        for batch, context, seconds in rows:
+            self.log(f"  decode batch {batch:3d}, context {context:5d}: {seconds * 1000:7.2f} ms/step"
+                     f"{_spread(medians[(batch, context)])}")
         return rows
+
+    def _decode_step_s(self, prompts: list[list[int]], steps: int) -> float:
+        """The median of `steps` decode steps of the prompts' generations, all prefilled first."""
+        ids = [self._add(prompt, steps + 4) for prompt in prompts]
+        seen: set[str] = set()
+        while len(seen) < len(ids):  # every prompt prefilled and decoding
+            seen.update(ro.request_id for ro in self.llm.step() if ro.outputs and ro.outputs[0].token_ids)
+        durations = []
+        for _ in range(steps):
+            started = self.timer()
+            self.llm.step()
+            durations.append(self.timer() - started)
+        self._drain()
+        return statistics.median(durations)
 
     def measure_resume(self, context: int, generated: int, repeats: int) -> tuple[list[float], list[float]]:
         """Resume after abort (prefix-cache hit) vs the same context with the cache emptied."""
@@ -140,15 +167,22 @@ class EngineProfiler:
     def run(self, quick: bool = False) -> ProfileMeasurements:
         m = ProfileMeasurements()
         self.log("prefill (cold cache):")
-        m.prefill = self.measure_prefill([64, 256, 512, 1024] if quick else [64, 256, 512, 1024, 2048], 2 if quick else 3)
+        m.prefill = self.measure_prefill([64, 256, 512, 1024] if quick else [64, 256, 512, 1024, 2048], 3)
         self.log("decode:")
-        m.decode = self.measure_decode([1, 4, 8] if quick else [1, 2, 4, 8, 16, 32], [256, 1024], 6 if quick else 12)
+        m.decode = self.measure_decode([1, 4, 8] if quick else [1, 2, 4, 8, 16, 32], [256, 1024], 4 if quick else 8)
         self.log("resume:")
         m.resume_context, m.resume_generated = 1024, 40
         m.resume_hit_s, m.resume_cold_s = self.measure_resume(1024, 40, 2 if quick else 5)
         self._drain()
         self.llm.reset_prefix_cache()
         return m
+
+
+def _spread(samples: list[float]) -> str:
+    """The range of a size's rounds, where there were several."""
+    if len(samples) < 2:
+        return ""
+    return f" (rounds {min(samples) * 1000:.1f}-{max(samples) * 1000:.1f})"
 
 
 def bare_model_forward(model_dir: str, dtype: str, prompt_tokens: int = 256, steps: int = 8,
@@ -196,9 +230,9 @@ def check_profile(profiler: EngineProfiler, profile: EngineProfile) -> ProfileCh
     """Cold prefill of 256 tokens and decode steps at batch 1 and 8 (context 256), against the
     profile's predictions: about half a minute on a CPU."""
     rows = []
-    (n, prefill_s), = profiler.measure_prefill([256], 2)
+    (n, prefill_s), = profiler.measure_prefill([256], 3)
     rows.append((f"prefill {n} tokens, cold", prefill_s, profile.step_s(1, n, prefill_tokens=n)))
-    for batch, context, step_s in profiler.measure_decode([1, 8], [256], 6):
+    for batch, context, step_s in profiler.measure_decode([1, 8], [256], 4):
         rows.append((f"decode step, batch {batch}", step_s, profile.step_s(batch, batch * context)))
     return ProfileCheck(rows)
 
@@ -221,6 +255,16 @@ def _nonnegative_lstsq(a: np.ndarray, y: np.ndarray) -> list[float]:
     return best
 
 
+def fit_decode(rows: list[tuple[int, int, float]]) -> tuple[float, float, float, float]:
+    """step = base + per_seq*(B-1) + per_ctx*(B*C) through (batch, context, seconds) rows, by
+    least squares with no cost negative: (base, per_seq, per_ctx, mean relative error)."""
+    a = np.array([[1.0, b - 1, b * c] for b, c, _ in rows])
+    y = np.array([s for _, _, s in rows])
+    base, per_seq, per_ctx = _nonnegative_lstsq(a, y)
+    base = base or float(min(y))
+    return base, per_seq, per_ctx, float(np.mean(np.abs(a @ np.array([base, per_seq, per_ctx]) - y) / y))
+
+
 def fit_profile(m: ProfileMeasurements, name: str, model: str, hardware: str,
                 kv_capacity_tokens: int, max_batched_tokens: int, kv_block_size: int) -> EngineProfile:
     # The planner prefills short prompts cold (a task's own text: tens to a few hundred tokens;
@@ -231,17 +275,12 @@ def fit_profile(m: ProfileMeasurements, name: str, model: str, hardware: str,
     tokens = np.array([n for n, _ in points], dtype=float)
     seconds = np.array([s for _, s in points])
     prefill_slope = max(0.0, float(np.polyfit(tokens, seconds, 1)[0]))
-    # decode: step = base + per_seq*(B-1) + per_ctx*(B*C), least squares, clipped at 0
-    a = np.array([[1.0, b - 1, b * c] for b, c, _ in m.decode])
-    y = np.array([s for _, _, s in m.decode])
-    base, per_seq, per_ctx = _nonnegative_lstsq(a, y)
-    base = base or float(min(y))
+    base, per_seq, per_ctx, fit_error = fit_decode(m.decode)
     hit = statistics.median(m.resume_hit_s)
     cold = statistics.median(m.resume_cold_s)
     context = m.resume_context + m.resume_generated
     recompute = context % kv_block_size if kv_block_size else 0  # the partial KV block
     resume = max(0.0, hit - (base + per_ctx * context) - prefill_slope * recompute)
-    fit_error = float(np.mean(np.abs(a @ np.array([base, per_seq, per_ctx]) - y) / y))
     assumptions = (
         f"Measured by `llm-planner profile-engine` on {time.strftime('%Y-%m-%d')}.\n"
         f"prefill (cold, median): {', '.join(f'{n} tok {s * 1000:.0f} ms' for n, s in m.prefill)}; slope fitted "
