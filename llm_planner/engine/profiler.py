@@ -167,7 +167,7 @@ class EngineProfiler:
     def run(self, quick: bool = False) -> ProfileMeasurements:
         m = ProfileMeasurements()
         self.log("prefill (cold cache):")
-        m.prefill = self.measure_prefill([64, 256, 512, 1024] if quick else [64, 256, 512, 1024, 2048], 3)
+        m.prefill = self.measure_prefill([64, 256, 512, 1024] if quick else [64, 256, 512, 1024, 2048], ROUNDS)
         self.log("decode:")
         m.decode = self.measure_decode([1, 4, 8] if quick else [1, 2, 4, 8, 16, 32], [256, 1024], 4 if quick else 8)
         self.log("resume:")
@@ -230,7 +230,7 @@ def check_profile(profiler: EngineProfiler, profile: EngineProfile) -> ProfileCh
     """Cold prefill of 256 tokens and decode steps at batch 1 and 8 (context 256), against the
     profile's predictions: about half a minute on a CPU."""
     rows = []
-    (n, prefill_s), = profiler.measure_prefill([256], 3)
+    (n, prefill_s), = profiler.measure_prefill([256], ROUNDS)
     rows.append((f"prefill {n} tokens, cold", prefill_s, profile.step_s(1, n, prefill_tokens=n)))
     for batch, context, step_s in profiler.measure_decode([1, 8], [256], 4):
         rows.append((f"decode step, batch {batch}", step_s, profile.step_s(batch, batch * context)))
