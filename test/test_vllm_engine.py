@@ -198,6 +198,22 @@ def test_resumed_generation_hits_the_prefix_cache(engine):
     assert stats.resume_cached_tokens > 0.9 * stats.resume_prompt_tokens
 
 
+def test_the_engine_predicts_the_prompt_tokens_it_prefills(engine):
+    """What admission prices a newcomer's first iteration by: with its skill set's system
+    prompt cached, a prompt prefills from that prefix's last partial block on, and the same
+    prompt again only its own last partial block."""
+    skill_set, task = TASKS[3]
+    generate(engine, [request("prefix-only", skill_set, "Scene: [door]. Land.", max_tokens=4)], segmented=False)
+    first, again = (request(f"prefill-{n}", skill_set, task, max_tokens=4) for n in range(2))
+    predicted, prefilled = [], []
+    for req in (first, again):
+        predicted.append(engine.prompt_tokens(req))
+        run_plans(engine, [req], segmented=False)
+        prefilled.append(engine.stats.prefill_tokens[req.gen_id])
+    assert prefilled == predicted
+    assert predicted[1] <= engine.block_size < predicted[0]
+
+
 def test_the_engine_corrects_its_profiles_step_predictions_by_the_iterations_it_runs(engine, monkeypatch):
     """Decode-only iterations teach the engine how far off its profile is: afterwards its
     predictions of those iterations are at least as close as the profile's, whatever the CPU."""

@@ -313,7 +313,8 @@ class RayEngine(Engine):
         return self._context[gen_id]
 
     def prompt_tokens(self, request: GenerationRequest) -> int:
-        # The count changes only when the request's shared prefix becomes cached.
+        # The count falls when the request's shared prefix becomes cached (tracked here), or an
+        # identical prompt (not tracked: the count then stays the higher, the first asked).
         key = (request.gen_id, request.prefix_key in self._prefixes)
         count = self._prompt_cache.get(key)
         if count is None:

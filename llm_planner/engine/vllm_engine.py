@@ -34,6 +34,7 @@ from llm_planner.engine.base import (
 )
 from llm_planner.engine.calibration import StepCalibration, StepCorrection
 from llm_planner.engine.models import tuned_skill_sets
+from llm_planner.engine.prefix_blocks import PrefixBlocks
 from llm_planner.engine.profile import ProfileChoice
 from llm_planner.engine.vllm_compat import check_vllm_version, engine_limits, shut_down
 
@@ -170,7 +171,7 @@ class VllmEngine(Engine):
         self._by_vllm_id: dict[str, str] = {}
         self._prefix_ids: dict[str, list[int]] = {}
         self._prompt_cache: dict[str, list[int]] = {}
-        self._seen_prefixes: set[str] = set()
+        self._cached_blocks = PrefixBlocks(self.block_size, self.kv_capacity_tokens // self.block_size)
         self.warm_batch_run = False  # a warm-up batch has run through this vLLM engine
         self._sampling_params = SamplingParams
         self._tokens_prompt = TokensPrompt
@@ -203,10 +204,8 @@ class VllmEngine(Engine):
         return ids
 
     def prompt_tokens(self, request: GenerationRequest) -> int:
-        ids, prefix_len = self.chat_ids(request)
-        if request.prefix_key in self._seen_prefixes:
-            return len(ids) - prefix_len
-        return len(ids)
+        ids, _ = self.chat_ids(request)
+        return len(ids) - self._cached_blocks.cached_tokens(ids)
 
     # ------------------------------------------------------------------ lifecycle
     def add(self, request: GenerationRequest, urgency: float = 0.0) -> None:
@@ -223,7 +222,7 @@ class VllmEngine(Engine):
         gen = _VllmSequence(request, ids, prefix_len, grammar)
         self._gens[request.gen_id] = gen
         self.stats.prefill_tokens[request.gen_id] = 0
-        self._seen_prefixes.add(request.prefix_key)
+        self._cached_blocks.add(ids)
         return gen
 
     def detach(self, gen_id: str) -> Continuation:
@@ -411,7 +410,7 @@ class VllmEngine(Engine):
         while self.llm.has_unfinished_requests():
             self.llm.step()
         self.llm.reset_prefix_cache()
-        self._seen_prefixes.clear()
+        self._cached_blocks.clear()
         self.stats = VllmStats()
 
     def close(self) -> None:
@@ -425,7 +424,7 @@ class VllmEngine(Engine):
         self.llm = LLMEngine.from_engine_args(self.engine_args)
         self._gens.clear()
         self._by_vllm_id.clear()
-        self._seen_prefixes.clear()
+        self._cached_blocks.clear()
         self.warm_batch_run = False
         self.stats = VllmStats()
 

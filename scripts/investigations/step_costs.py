@@ -6,7 +6,10 @@ resumes), its measured duration and the profile's prediction of its decode part.
 median decode-only iteration by batch size, measured against the profile, then, per urgent
 task of each run, its iterations from arrival to its first segment sent, as
 `start:duration ms/batch[/pf prefilled tokens][/n requests started]`, with `S` for a
-suspension. E.g.
+suspension. Where latency-guided admission weighed it (the policies that have it), the line
+also gives how often it was held back and, at the first weighing, the forecast of its first
+segment's end after arrival, as the admission prices it (its next iteration with the
+decision's prefills and resumes, then its typical length at the batch it would join). E.g.
 
     . scripts/env.sh && python scripts/investigations/step_costs.py --config out/uncorrected.yaml \\
         --policies timely,vllm-stream --seeds 2 config/jobs/contended_fleet.yaml \\
@@ -34,6 +37,7 @@ def main() -> None:
     from llm_planner.engine.factory import make_watched_vllm_engine
     from llm_planner.engine.vllm_engine import VllmEngine
     from llm_planner.lrtrace.compare import compare, resolve_workload, variants
+    from llm_planner.sched.batch import BatchController
     from llm_planner.settings.config import load_planner_config
 
     log: list[dict] = []
@@ -59,6 +63,21 @@ def main() -> None:
         log.append({"run": current["run"], "at": self.clock.now(), "event": "suspend"})
         return suspend(self, gen_id)
 
+    weighed: dict[tuple, dict] = {}  # (run, task id) -> first forecast and times held back
+    keeps_deadlines = BatchController._keeps_deadlines
+
+    def logged_keeps_deadlines(self, batch, context, prefill, resumes, now, newcomer, entry):
+        admitted = keeps_deadlines(self, batch, context, prefill, resumes, now, newcomer, entry)
+        seen = weighed.setdefault((current["run"], newcomer.task_id), {"held": 0})
+        if "forecast" not in seen:  # priced as BatchController._keeps_deadlines prices the newcomer
+            step = self.engine.predict_step_s(len(batch) + 1, context)
+            first = self.engine.predict_step_s(len(batch) + 1, context, prefill, resumes)
+            own = first + (self._typical_remaining_tokens(newcomer) - 1) * step
+            seen["forecast"] = now - entry.arrival_s + own
+            seen["first"] = first
+        seen["held"] += not admitted
+        return admitted
+
     simulate = compare_module.simulate
 
     def labelled(workload, traces, policy, config, seed, *rest, **kwargs):
@@ -66,6 +85,7 @@ def main() -> None:
         return simulate(workload, traces, policy, config, seed, *rest, **kwargs)
 
     VllmEngine.step, VllmEngine._start, VllmEngine.suspend = logged_step, counted_start, logged_suspend
+    BatchController._keeps_deadlines = logged_keeps_deadlines
     compare_module.simulate = labelled
 
     config = load_planner_config(args.config)
@@ -93,8 +113,11 @@ def main() -> None:
                 sent = record.segments[0].dispatched_s if record.segments else float("nan")
                 window = [row for row in log if row["run"] == (policy, seed)
                           and arrived - 0.01 < row["at"] + row.get("duration", 0.0) and row["at"] < sent]
+                seen = weighed.get(((policy, seed), record.request.task_id))
+                admission = (f"held back {seen['held']}x, forecast {seen['forecast']:.3f} s (first iteration "
+                             f"{1000 * seen['first']:.0f} ms); " if seen else "")
                 print(f"  {record.request.task_id}: first segment {sent - arrived:.3f} s after arrival, utility "
-                      f"{record.utility:.2f} of {record.max_utility:.0f}; " + " ".join(
+                      f"{record.utility:.2f} of {record.max_utility:.0f}; {admission}" + " ".join(
                           f"{row['at'] - arrived:+.2f}:S" if "event" in row else
                           f"{row['at'] - arrived:+.2f}:{row['duration'] * 1000:.0f}/{row['batch']}"
                           + (f"/pf{row['prefill']}" if row["prefill"] else "")
