@@ -6,8 +6,8 @@ and computes only what no cached block covers. A prompt after its skill set's sy
 prefills from that prefix's last partial block on; a prompt that repeats an earlier one (a
 fleet's recurring task, a replayed workload's repeated bursts) prefills only its own last
 partial block. Counted by its text alone, its first iteration looks dearer than it is, and a
-queued alert later than it will be. The mirror forgets the least recently used blocks beyond the engine's KV space,
-as vLLM evicts them.
+queued alert later than it will be. The mirror forgets the least recently used blocks beyond
+the engine's KV space, as vLLM evicts them.
 """
 
 from __future__ import annotations
