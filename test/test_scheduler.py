@@ -139,7 +139,7 @@ def test_policies_resolve_to_what_the_planner_does():
                                               importance_guard=False)
     timely = get_policy("timely").behaviour(on)
     assert timely.streams_segments and timely.preemptive and not timely.pauses_after_segment
-    assert timely.lost_wait_s == on.lost_wait_s and get_policy("timely").make_queue(timely).lost_wait_s == 30.0
+    assert timely.lost_wait_s == on.lost_wait_s and get_policy("timely").make_queue(timely).lost_wait_s == 40.0
     assert get_policy("timely").behaviour(off).lost_wait_s == math.inf
     assert get_policy("timelyllm-paper").behaviour(on).lost_wait_s == math.inf  # the paper has no bound
     assert timely.holds_segments and timely.shrinks_batch and timely.predicted_lengths

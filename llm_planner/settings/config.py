@@ -72,7 +72,7 @@ class FeaturesConfig(_Strict):
                                                        "goes first, the longest lost first, in the slack of "
                                                        "segments that can still earn utility: none waits without "
                                                        "bound")
-    lost_wait_s: float = Field(default=30.0, gt=0, description="bound_wait: how long a segment may wait once its "
+    lost_wait_s: float = Field(default=40.0, gt=0, description="bound_wait: how long a segment may wait once its "
                                                               "utility is lost")
     importance_guard: bool = Field(default=True, description="latency-guided admission holds a task back only "
                                                              "if it loses nothing by waiting, or less than the "
