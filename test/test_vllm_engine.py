@@ -120,7 +120,8 @@ def test_a_generation_whose_engine_was_lost_goes_on_from_its_text(engine, uninte
 def test_a_vllm_replica_on_ray_resumes_exactly_as_in_process(engine, uninterrupted, config):
     """The engine in a Ray actor (one CPU), driven through the replica's messages: every
     suspended and resumed plan has the in-process engine's tokens, and the replica predicts
-    iterations with the correction its engine learned."""
+    iterations with the correction its engine learned, and a queued prompt's token count falls
+    once an identical prompt has been given to the engine."""
     ray = pytest.importorskip("ray")
     from functools import partial
 
@@ -137,11 +138,17 @@ def test_a_vllm_replica_on_ray_resumes_exactly_as_in_process(engine, uninterrupt
         correction = replica.step_correction()
         assert correction != StepCorrection()
         assert replica.predict_step_s(2, 500) == pytest.approx(correction.predict_step_s(replica.profile, 2, 500))
+        task = "Scene: [shelf, plant, person]. Rise 50 cm, turn left 45 degrees and take a photo."  # a new prompt
+        queued, repeat = (request(f"ray-{name}", "minispec_drone", task, max_tokens=4) for name in ("queued", "repeat"))
+        before = replica.prompt_tokens(queued)
+        run_plans(replica, [repeat], segmented=False)
+        after = replica.prompt_tokens(queued)
     finally:
         replica.close()
         ray.shutdown()
     assert all(run.suspensions >= 1 for run in segmented.values())
     assert resume_differences(uninterrupted[True], segmented, engine.tokenizer) == []
+    assert after <= engine.block_size < before
 
 
 @pytest.mark.parametrize("fault", list(RESUME_FAULTS))

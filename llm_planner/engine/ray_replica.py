@@ -200,8 +200,10 @@ class RayEngine(Engine):
         self._order: list[str] = []
         self._context: dict[str, int] = {}
         self._ops: list[Op] = []
-        self._prompt_cache: dict[tuple[str, bool], int] = {}
-        self._prefixes: set[str] = set()
+        # Prompt token counts asked since the engine was last given a prompt: a prompt it is
+        # given may add to its prefix cache (its skill set's prefix, or the whole prompt of a
+        # task that recurs), which lowers the counts.
+        self._prompt_cache: dict[str, int] = {}
         self._kv_free = kv_free if kv_free is not None else self._get(self._actor.apply.remote([]))
 
     def _get(self, ref, timeout_s: float | None = None):
@@ -241,7 +243,7 @@ class RayEngine(Engine):
         context, self._kv_free = self._get(self._actor.add.remote(self._take_ops(), request, urgency))
         self._order.append(request.gen_id)
         self._context[request.gen_id] = context
-        self._prefixes.add(request.prefix_key)
+        self._prompt_cache.clear()
 
     def detach(self, gen_id: str) -> Continuation:
         self._known(gen_id)
@@ -258,7 +260,7 @@ class RayEngine(Engine):
         context, self._kv_free = self._get(self._actor.attach.remote(self._take_ops(), continuation, urgency))
         self._order.append(gen_id)
         self._context[gen_id] = context
-        self._prefixes.add(continuation.request.prefix_key)
+        self._prompt_cache.clear()
 
     def continuation_of(self, request: GenerationRequest, text: str, tokens: int) -> Continuation:
         return self._get(self._actor.call.remote(self._take_ops(), "continuation_of", request, text, tokens))
@@ -313,12 +315,9 @@ class RayEngine(Engine):
         return self._context[gen_id]
 
     def prompt_tokens(self, request: GenerationRequest) -> int:
-        # The count falls when the request's shared prefix becomes cached (tracked here), or an
-        # identical prompt (not tracked: the count then stays the higher, the first asked).
-        key = (request.gen_id, request.prefix_key in self._prefixes)
-        count = self._prompt_cache.get(key)
+        count = self._prompt_cache.get(request.gen_id)
         if count is None:
-            count = self._prompt_cache[key] = self._get(self._actor.prompt_tokens.remote(request))
+            count = self._prompt_cache[request.gen_id] = self._get(self._actor.prompt_tokens.remote(request))
         return count
 
     def kv_free_tokens(self) -> int:
@@ -332,7 +331,6 @@ class RayEngine(Engine):
 
     def warm_up(self, requests: list[GenerationRequest]) -> None:
         self._kv_free = self._get(self._actor.warm_up.remote(self._take_ops(), requests))
-        self._prefixes.update(r.prefix_key for r in requests)
         self._prompt_cache.clear()
 
     def reset(self, clock: Clock) -> None:
