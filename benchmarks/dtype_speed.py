@@ -49,7 +49,8 @@ def main() -> int:
     print(f"CPU: {info.describe()}; default dtype here: {info.best_dtype}")
     print(f"  {'dtype':9s} {'prefill/token':>14s} {'decode B1':>10s} {'decode B8':>10s}")
     for r in rows:
-        print(f"  {r['dtype']:9s} {r['prefill_ms_per_token']:11.2f} ms {r['decode_b1_ms']:7.1f} ms {r['decode_b8_ms']:7.1f} ms")
+        print(f"  {r['dtype']:9s} {r['prefill_ms_per_token']:11.2f} ms {r['decode_b1_ms']:7.1f} ms "
+              f"{r['decode_b8_ms']:7.1f} ms")
     ratios = {}
     for key, label in (("prefill_ms_per_token", "prefill"), ("decode_b1_ms", "decode batch 1"),
                        ("decode_b8_ms", "decode batch 8")):

@@ -62,7 +62,8 @@ def main() -> None:
     for key in ("segmenter only", "suspend+resume"):
         t = statistics.median(times[key])
         ratios[f"segmentation/{key}_over_unsegmented"] = round(t / base, 3)
-        print(f"   median {key}: {t:.3f} s vs {base:.3f} s unsegmented -> {100 * (t - base) / base:+.1f}% of generation time"
+        print(f"   median {key}: {t:.3f} s vs {base:.3f} s unsegmented -> "
+              f"{100 * (t - base) / base:+.1f}% of generation time"
               + (f" ({1000 * (t - base) / suspensions:.1f} ms per suspend/resume)" if key == "suspend+resume" else ""))
     print(f"   token-identical in all rounds: {identical}")
 

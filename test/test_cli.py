@@ -46,7 +46,8 @@ def test_compare_on_artifact_files_writes_the_documented_json(tmp_path, capsys):
 
 def test_compare_preset_and_errors(tmp_path, capsys):
     out = tmp_path / "o.json"
-    assert lrtrace_main(["compare", "wid3", "--policies", "timely,vllm", "--json", str(out), "--no-plots", "--quiet"]) == 0
+    assert lrtrace_main(["compare", "wid3", "--policies", "timely,vllm", "--json", str(out),
+                         "--no-plots", "--quiet"]) == 0
     assert set(json.loads(out.read_text())["vllm"]) == {"normal", "all", "plans"}
     assert lrtrace_main(["compare", "wid3", "--policies", "vllm", "--duration", "5", "--no-plots", "--quiet"]) == 2
     assert "arrives in the first 5 s" in " ".join(capsys.readouterr().err.split())
@@ -244,7 +245,8 @@ def test_repeated_live_runs_report_the_median_first_action_and_keep_each_run():
 
     one = {"idle_p50_s": 0.4, "load_p50_s": 0.5, "ratio": 1.25}
     assert pooled_first_actions([one]) == one
-    runs = [one, {"idle_p50_s": 0.6, "load_p50_s": 0.9, "ratio": 1.5}, {"idle_p50_s": 0.5, "load_p50_s": 0.6, "ratio": 1.2}]
+    runs = [one, {"idle_p50_s": 0.6, "load_p50_s": 0.9, "ratio": 1.5},
+            {"idle_p50_s": 0.5, "load_p50_s": 0.6, "ratio": 1.2}]
     pooled = pooled_first_actions(runs)
     assert (pooled["idle_p50_s"], pooled["load_p50_s"]) == (0.5, 0.6)
     assert pooled["ratio"] == 1.2 and pooled["runs"] == runs

@@ -57,7 +57,8 @@ def test_fit_recovers_a_linear_model(drone, tmp_path):
     csv.write_text("\n".join(rows) + "\n")
     fitted = fit_exec_model(load_exec_model("tello"), read_samples_csv(csv))
     mf = fitted.model_for("mf")
-    assert mf.kind == "poly" and mf.coeffs[0] == pytest.approx(0.5, abs=0.02) and mf.coeffs[1] == pytest.approx(0.01, abs=2e-4)
+    assert mf.kind == "poly"
+    assert mf.coeffs[0] == pytest.approx(0.5, abs=0.02) and mf.coeffs[1] == pytest.approx(0.01, abs=2e-4)
     assert fitted.model_for("g").kind == "empirical" and fitted.model_for("g").samples == [2.0, 3.0]
     assert fitted.model_for("tp").kind == "const" and fitted.model_for("tp").value == 0.2
     assert fitted.model_for("tc") == load_exec_model("tello").model_for("tc")  # untouched skills kept
@@ -78,7 +79,8 @@ def test_samples_written_by_the_fleet_are_read_back_per_robot_type(tmp_path):
     from llm_planner.catalog.exec_model import write_samples_csv
 
     path = tmp_path / "calls.csv"
-    assert write_samples_csv(path, [("tello", "mf", 50.0, 2.1), ("indy7", "g", None, 3.0), ("tello", "tp", None, 0.001)]) == 3
+    rows = [("tello", "mf", 50.0, 2.1), ("indy7", "g", None, 3.0), ("tello", "tp", None, 0.001)]
+    assert write_samples_csv(path, rows) == 3
     tello = read_samples_csv(path, "tello")
     assert [(s.skill, s.arg, s.seconds) for s in tello] == [("mf", 50.0, 2.1), ("tp", None, 0.001)]
     assert len(read_samples_csv(path)) == 3

@@ -99,8 +99,8 @@ def test_a_killed_replica_loses_no_task(cluster, config, tokenizer):
                 victim.kill()
 
     try:
-        result = simulate(workload, source.traces, "timely", config, 0, tokenizer, on_status=kill_on_the_tenth_generation,
-                          replica_pool=pool)
+        result = simulate(workload, source.traces, "timely", config, 0, tokenizer,
+                          on_status=kill_on_the_tenth_generation, replica_pool=pool)
         steps_since_restart = victim.stats.steps
     finally:
         pool.close()

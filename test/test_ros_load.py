@@ -40,7 +40,8 @@ def test_burst_of_500_tasks_on_50_robots_loses_nothing():
         traces = [1, 2, 3, 4, 5, 6, 7, 8]
         for i, task_id in enumerate(ids):
             trace = traces[i % len(traces)]
-            c.publish(task_id, f"r{i % 50:02d}", instruction(trace), urgency=1 if TRACES[trace].urgency == "urgent" else 0)
+            urgency = 1 if TRACES[trace].urgency == "urgent" else 0
+            c.publish(task_id, f"r{i % 50:02d}", instruction(trace), urgency=urgency)
         assert c.wait_terminal(ids, timeout=240), sum(c.terminal(t) is not None for t in ids)
         for task_id in ids:
             finals = [m for _, m in c.statuses[task_id] if m.state >= 4]

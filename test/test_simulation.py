@@ -324,7 +324,8 @@ def test_bad_tasks_are_rejected_with_a_reason_and_the_rest_run(config, tokenizer
     ])
     final = {s.task_id: s for s in statuses if s.state.terminal and s.task_id != "ok"}
     assert planner.records["ok"].state == TaskState.SUCCEEDED
-    assert [s.message for s in statuses if s.task_id == "ok" and s.state == TaskState.REJECTED] == ["duplicate task_id 'ok'"]
+    rejected = [s.message for s in statuses if s.task_id == "ok" and s.state == TaskState.REJECTED]
+    assert rejected == ["duplicate task_id 'ok'"]
     assert "no recorded plan" in final["no-plan"].message and final["no-plan"].state == TaskState.REJECTED
     assert final["empty"].message == "empty instruction"
     assert "longer than" in final["huge"].message
@@ -373,7 +374,8 @@ def test_measured_call_times_are_kept_for_refits(config, tokenizer):
     planner, _ = run_planner(config, tokenizer, [request("m", plan="mf(50);tc(90);")])
     record = planner.records["m"]
     measured = [t for s in record.segments for t in s.call_times_s]
-    assert [(rt, skill, arg) for rt, skill, arg, _ in planner.exec_samples] == [("tello", "mf", 50.0), ("tello", "tc", 90.0)]
+    samples = [(rt, skill, arg) for rt, skill, arg, _ in planner.exec_samples]
+    assert samples == [("tello", "mf", 50.0), ("tello", "tc", 90.0)]
     assert [sec for *_, sec in planner.exec_samples] == measured
 
 

@@ -105,7 +105,8 @@ def test_set_up_merges_an_adapter_once_per_adapter(tmp_path, monkeypatch):
     def adapter(folder, seed):
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
-        config = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"], task_type="CAUSAL_LM", init_lora_weights=False)
+        config = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"], task_type="CAUSAL_LM",
+                            init_lora_weights=False)
         get_peft_model(model, config).save_pretrained(str(folder))
         (folder / "training.json").write_text(json.dumps({"skill_sets": ["minispec_arm"]}))
         return folder

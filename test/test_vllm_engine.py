@@ -91,7 +91,8 @@ RESUME_FAULTS = {
     # change what the model sees of the task or the plan to be seen at all)
     "plan so far read from its second token": ("_context_ids", lambda gen: gen.prompt_ids + gen.out_ids[1:]),
     "grammar not restored to the plan so far": (
-        "_grammar_args", lambda gen: {EXTRA_ARG: {"grammar": gen.grammar, "plan_start": len(gen.prompt_ids) + len(gen.out_ids)}}),
+        "_grammar_args",
+        lambda gen: {EXTRA_ARG: {"grammar": gen.grammar, "plan_start": len(gen.prompt_ids) + len(gen.out_ids)}}),
 }
 
 
@@ -361,9 +362,10 @@ def test_lrtrace_compare_runs_an_imported_artifact_workload_on_the_real_engine(t
     traces.write_text(json.dumps(ARTIFACT_TRACES))
     jobs.write_text(json.dumps(ARTIFACT_JOBS))
     out = tmp_path / "out.json"
-    proc = subprocess.run([sys.executable, "-m", "llm_planner.commands.lrtrace", "compare", str(jobs), "--traces", str(traces),
-                           "--engine", "vllm", "--policies", "timely,vllm", "--check-sim", "--json", str(out),
-                           "--no-plots", "--quiet"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "llm_planner.commands.lrtrace", "compare", str(jobs),
+                           "--traces", str(traces), "--engine", "vllm", "--policies", "timely,vllm", "--check-sim",
+                           "--json", str(out), "--no-plots", "--quiet"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     # run as a command, the libraries' chatter (vLLM, torch) goes to the log, not the terminal
     assert "library messages go to out/lrtrace.log" in proc.stderr

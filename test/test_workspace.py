@@ -23,7 +23,8 @@ def test_sourcing_the_workspace_setup_script_finds_the_interfaces_and_the_packag
         pytest.skip(f"{shell} is not installed here")
     probe = ("from llm_planner_interfaces.msg import Task; from llm_planner.ros.fleet_main import node_specs; "
              "print(Task.__module__)")
-    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"),
+           "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
     proc = subprocess.run([shell, "-c", f". {ROOT}/.venv/bin/activate && . {script} && python -c '{probe}'"],
                           cwd="/", env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]

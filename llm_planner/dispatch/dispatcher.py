@@ -127,7 +127,8 @@ class Dispatcher:
         if math.isnan(segment.started_s):
             segment.started_s = t - sum(call_times_s)
         previous = record.segments[index - 1] if index else None
-        if previous is not None and segment.calls and previous.call_times_s and segment.dispatched_s < previous.finished_s:
+        if (previous is not None and segment.calls and previous.call_times_s
+                and segment.dispatched_s < previous.finished_s):
             gap = max(0.0, segment.started_s - (previous.started_s + sum(previous.call_times_s)))
             self.switch_gap_s += SWITCH_GAP_WEIGHT * (gap - self.switch_gap_s)
         last = index == len(record.segments) - 1

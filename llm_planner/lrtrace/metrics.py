@@ -38,7 +38,8 @@ def summarize(records: list[TaskRecord], expected_units: dict[str, int] | None =
     utility = [r.utility for r in records]
     max_total = 0.0
     for r in records:
-        units = r.units_executed if r.state == TaskState.SUCCEEDED else max(r.units_executed, expected_units.get(r.request.task_id, 1))
+        units = (r.units_executed if r.state == TaskState.SUCCEEDED
+                 else max(r.units_executed, expected_units.get(r.request.task_id, 1)))
         max_total += units * r.request.tuf.beta
     response = _finite(r.response_time_s for r in records)
     succeeded = [r for r in records if r.state == TaskState.SUCCEEDED]

@@ -208,7 +208,8 @@ def pick_timeline_tasks(records: list[TaskRecord], n_normal: int = 3) -> list[st
 
     def in_flight(r: TaskRecord) -> int:
         t = r.request.arrival_s
-        return sum(1 for o in ordered if o.request.arrival_s <= t < (o.finished_s if math.isfinite(o.finished_s) else t))
+        return sum(1 for o in ordered
+                   if o.request.arrival_s <= t < (o.finished_s if math.isfinite(o.finished_s) else t))
 
     urgent = [r for r in ordered if r.request.urgency_name != "normal"]
     if not urgent:

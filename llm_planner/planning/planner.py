@@ -159,7 +159,8 @@ class Planner:
             for first in (True, False):
                 self._gen_time.setdefault((skill_set.name, first), self._estimate_gen_time(skill_set, first))
         self.robots = robots(self)  # last: a port may start processes, and nothing above may fail after
-        self.dispatcher = Dispatcher(self.robots, self._on_executing, None if behaviour.streams_segments else split_segments)
+        self.dispatcher = Dispatcher(self.robots, self._on_executing,
+                                     None if behaviour.streams_segments else split_segments)
 
     # ----------------------------------------------------------------- estimates
     def _estimate_gen_time(self, skill_set: SkillSet, first: bool) -> float:
@@ -550,7 +551,8 @@ class Planner:
         gen.generated_exec_s += sum(gen.robot.duration(s.calls, "mean") for s in segments)
         if segments and not out.finished:
             gen.seg_tokens = 0
-            gen.ahead_tokens = self.segment_lengths.ahead(gen.task_id, gen.skill_set, gen.tokens, gen.segments_generated)
+            gen.ahead_tokens = self.segment_lengths.ahead(gen.task_id, gen.skill_set, gen.tokens,
+                                                          gen.segments_generated)
         self._release(gen, out.finished, now)
         if out.finished:
             self._maybe_complete(gen)

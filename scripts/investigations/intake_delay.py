@@ -38,7 +38,8 @@ def main() -> None:
                       f"largest {max(values) * 1000:.0f} ms")
         held = [t for t in delay if t in admitted and admitted[t] - queued[t] >= args.held]
         for task in sorted(held, key=published.get):
-            print(f"    {task}: published at {published[task] - start:.2f} s, queued after {delay[task] * 1000:.0f} ms, "
+            print(f"    {task}: published at {published[task] - start:.2f} s, "
+                  f"queued after {delay[task] * 1000:.0f} ms, "
                   f"admitted {(admitted[task] - queued[task]) * 1000:.0f} ms later, at {admitted[task] - start:.2f} s")
         for task in sorted(urgent & set(delay), key=published.get):
             first = f"{(sent[task] - published[task]) * 1000:.0f} ms" if task in sent else "never"

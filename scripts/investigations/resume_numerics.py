@@ -105,7 +105,8 @@ def main() -> int:
                         f"differs at {g['first_difference']} ({g['plain_token'][1]!r} vs {g['segmented_token'][1]!r}, "
                         f"margin there {g['margin_at_difference_nats']:.4f})")
                 print(f"  {gen_id}: {g['tokens']} tokens, {g['suspensions']} resumes, {diff}; "
-                      f"min margin {g['min_margin_nats']:.4f}, noise where equal {g['max_chosen_logprob_noise_nats']:.2e}")
+                      f"min margin {g['min_margin_nats']:.4f}, "
+                      f"noise where equal {g['max_chosen_logprob_noise_nats']:.2e}")
     return 0
 
 

@@ -3,7 +3,10 @@
 QUEUED to its first segment sent (EXECUTING). Prints the tasks that waited `--least` seconds
 or more, with their robot: a robot busy with an earlier plan, or one held for it.
 
-Usage: . scripts/env.sh && python scripts/investigations/robot_start_delay.py out/contended-repeat3-timely-run1.mcap ..."""
+Usage:
+
+    . scripts/env.sh && python scripts/investigations/robot_start_delay.py \
+        out/contended-repeat3-timely-run1.mcap ..."""
 
 from __future__ import annotations
 

@@ -38,7 +38,8 @@ def show(runs: dict, first: str, second: str) -> None:
             print(f"  {a.request.task_id:8s} {a.request.urgency_name:7s} {a.utility:6.2f} / {a.max_utility:4.1f} "
                   f"{first_sent_s(a):6.2f} {first_dispatch_units(a)} | {b.utility:6.2f} / {b.max_utility:4.1f} "
                   f"{first_sent_s(b):6.2f} {first_dispatch_units(b)}  {same}")
-        print(f"  {first} minus {second}, utility: " + ", ".join(f"{level} {gain:+.2f}" for level, gain in gained.items()))
+        print(f"  {first} minus {second}, utility: "
+              + ", ".join(f"{level} {gain:+.2f}" for level, gain in gained.items()))
 
 
 def main(argv: list[str]) -> int:
