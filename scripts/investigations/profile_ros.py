@@ -5,7 +5,7 @@ with the most own and total time.
 yappi is not part of the set-up (`pip install yappi` first). Other arguments go to the
 benchmark, e.g.
 
-    . scripts/env.sh && python scripts/investigations/profile_ros.py --tasks 60 --layouts "one process" \
+    . scripts/env.sh && python scripts/investigations/profile_ros.py --tasks 60 --layouts "one process" \\
         --robots 50 --no-load
     . scripts/env.sh && python scripts/investigations/profile_ros.py --script rclpy_floor.py --goals 300"""
 

@@ -5,7 +5,7 @@ or more, with their robot: a robot busy with an earlier plan, or one held for it
 
 Usage:
 
-    . scripts/env.sh && python scripts/investigations/robot_start_delay.py \
+    . scripts/env.sh && python scripts/investigations/robot_start_delay.py \\
         out/contended-repeat3-timely-run1.mcap ..."""
 
 from __future__ import annotations
