@@ -230,8 +230,7 @@ class BatchController:
         (once that segment has slack, the generations kept out for it may return)."""
         prefill, added, resume = self._joining(gen)
         alone = self.engine.predict_step_s(len(batch), context)
-        first = self.engine.predict_step_s(len(batch) + 1, context + added, prefill, int(resume))
-        joined = self.engine.predict_step_s(len(batch) + 1, context + added)
+        first, joined = self._joined_steps(len(batch), context + added, prefill, int(resume))
         return self._earns_more(critical, now, lambda n: n * alone, lambda n: first + (n - 1) * joined)
 
     def _earns_more(self, gen: BatchMember, now: float, fast: Callable[[int], float],
@@ -315,8 +314,7 @@ class BatchController:
         at l_max, a running segment a token or two from its end looks at risk, and the
         newcomer waits for nothing."""
         step_now = self.engine.predict_step_s(len(batch), context)
-        step = self.engine.predict_step_s(len(batch) + 1, context)
-        first = self.engine.predict_step_s(len(batch) + 1, context, prefill, resumes)
+        first, step = self._joined_steps(len(batch), context, prefill, resumes)
         at_risk, loss, wait = False, 0.0, 0.0  # loss: of the segments at risk at least as important
         for gen in batch:
             slack = gen.deadline_s - now
@@ -334,6 +332,17 @@ class BatchController:
                     loss += lost
         if not at_risk:
             return True
-        own = first + (self._typical_remaining_tokens(newcomer) - 1) * step
+        own = self._newcomer_segment_s(newcomer, first, step)
         own_loss = entry.utility_lost(now + own, now + wait + own)
         return own_loss > 0 and own_loss >= loss
+
+    def _joined_steps(self, batch_size: int, context: int, prefill: int, resumes: int) -> tuple[float, float]:
+        """(the first iteration, each one after it) once a newcomer joins a batch of `batch_size`
+        with `context` tokens: the first also prefills `prefill` tokens and makes `resumes` resumes."""
+        return (self.engine.predict_step_s(batch_size + 1, context, prefill, resumes),
+                self.engine.predict_step_s(batch_size + 1, context))
+
+    def _newcomer_segment_s(self, newcomer: BatchMember, first: float, step: float) -> float:
+        """How long a newcomer's segment takes once admitted, at its typical length: its first
+        iteration (`first`), then `step` a token."""
+        return first + (self._typical_remaining_tokens(newcomer) - 1) * step

@@ -70,10 +70,8 @@ def main() -> None:
         admitted = keeps_deadlines(self, batch, context, prefill, resumes, now, newcomer, entry)
         seen = weighed.setdefault((current["run"], newcomer.task_id), {"held": 0})
         if "forecast" not in seen:  # priced as BatchController._keeps_deadlines prices the newcomer
-            step = self.engine.predict_step_s(len(batch) + 1, context)
-            first = self.engine.predict_step_s(len(batch) + 1, context, prefill, resumes)
-            own = first + (self._typical_remaining_tokens(newcomer) - 1) * step
-            seen["forecast"] = now - entry.arrival_s + own
+            first, step = self._joined_steps(len(batch), context, prefill, resumes)
+            seen["forecast"] = now - entry.arrival_s + self._newcomer_segment_s(newcomer, first, step)
             seen["first"] = first
         seen["held"] += not admitted
         return admitted
