@@ -9,7 +9,8 @@ task of each run, its iterations from arrival to its first segment sent, as
 suspension. Where latency-guided admission weighed it (the policies that have it), the line
 also gives how often it was held back and, at the first weighing, the forecast of its first
 segment's end after arrival, as the admission prices it (its next iteration with the
-decision's prefills and resumes, then its typical length at the batch it would join). E.g.
+decision's prefills and resumes, then its typical length, in tokens, at the batch it would
+join). E.g.
 
     . scripts/env.sh && python scripts/investigations/step_costs.py --config out/uncorrected.yaml \\
         --policies timely,vllm-stream --seeds 2 config/jobs/contended_fleet.yaml \\
@@ -73,6 +74,7 @@ def main() -> None:
             first, step = self._joined_steps(len(batch), context, prefill, resumes)
             seen["forecast"] = now - entry.arrival_s + self._newcomer_segment_s(newcomer, first, step)
             seen["first"] = first
+            seen["tokens"] = self._typical_remaining_tokens(newcomer)
         seen["held"] += not admitted
         return admitted
 
@@ -113,9 +115,10 @@ def main() -> None:
                           and arrived - 0.01 < row["at"] + row.get("duration", 0.0) and row["at"] < sent]
                 seen = weighed.get(((policy, seed), record.request.task_id))
                 admission = (f"held back {seen['held']}x, forecast {seen['forecast']:.3f} s (first iteration "
-                             f"{1000 * seen['first']:.0f} ms); " if seen else "")
-                print(f"  {record.request.task_id}: first segment {sent - arrived:.3f} s after arrival, utility "
-                      f"{record.utility:.2f} of {record.max_utility:.0f}; {admission}" + " ".join(
+                             f"{1000 * seen['first']:.0f} ms, {seen['tokens']} tokens); " if seen else "")
+                text = record.segments[0].text if record.segments else ""
+                print(f"  {record.request.task_id}: first segment {text!r} {sent - arrived:.3f} s after arrival, "
+                      f"utility {record.utility:.2f} of {record.max_utility:.0f}; {admission}" + " ".join(
                           f"{row['at'] - arrived:+.2f}:S" if "event" in row else
                           f"{row['at'] - arrived:+.2f}:{row['duration'] * 1000:.0f}/{row['batch']}"
                           + (f"/pf{row['prefill']}" if row["prefill"] else "")
