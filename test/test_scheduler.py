@@ -490,6 +490,43 @@ def test_a_shrink_for_a_segment_just_admitted_counts_its_prompts_prefill():
     assert shrunk == {0.0: ["normal"], 0.008: []}
 
 
+def test_an_urgent_newcomer_is_priced_at_the_batch_the_shrink_leaves_it():
+    """Two normal segments run: one due now, at risk in a bigger batch, and one whose robot is
+    busy for 9 s. An urgent task of 5 typical tokens would end at 0.6 s in a batch of three,
+    past its 0.5 s cutoff, and at 0.4 s once the shrink suspends the one that can wait for it.
+    Priced at the batch it decodes in, it joins at once (and the idle one is suspended);
+    without shrinking it is lost either way and waits for the segment at risk."""
+    from llm_planner.sched.batch import BatchController
+    from llm_planner.settings.config import BatchConfig
+
+    outcome = {}
+    for shrink in (True, False):
+        urgent = _running("urgent", entry("urgent", URGENT, 0.0), deadline_s=0.2, typical=5)
+        urgent.in_engine, urgent.replica = False, None
+        pressed = _running("pressed", entry("pressed", NORMAL.resumed(), 0.2), deadline_s=0.2, typical=5)
+        idle = _running("idle", entry("idle", NORMAL, 9.0), deadline_s=10.0, typical=5)
+        controller = BatchController(BatchConfig(max_batch_size=4), _engine_stepping(step_per_sequence_s=0.04),
+                                     latency_guided=True, preemptive=True, shrink=shrink, guard_by_importance=True)
+        queue = PudQueue()
+        queue.push(urgent.entry)
+        selection = controller.select(queue, [pressed, idle], {g.task_id: g for g in (urgent, pressed, idle)},
+                                      now=0.0)
+        outcome[shrink] = ([e.gen_id for e in selection.admitted], [g.task_id for g in selection.shrunk])
+    assert outcome == {True: (["urgent"], ["idle"]), False: ([], [])}
+
+    # A generation admitted earlier in the same decision has no context in the engine yet:
+    # it stays beside the newcomer (the shrink suspends only generations with a context there):
+    # the urgent one, 0.6 s in a batch of four, ends at 0.45 s once the idle one is suspended.
+    engine = _engine_stepping(step_per_sequence_s=0.03)
+    engine.context_tokens = {"pressed": 100, "idle": 100}.__getitem__
+    fresh = _running("fresh", entry("fresh", NORMAL, 9.0), deadline_s=10.0, typical=5)
+    fresh.in_engine, fresh.replica = False, None
+    controller = BatchController(BatchConfig(max_batch_size=4), engine, latency_guided=True, preemptive=True,
+                                 shrink=True, guard_by_importance=True)
+    steps = controller._newcomer_steps([pressed, idle, fresh], 350, 50, 0, urgent, now=0.0)
+    assert steps == pytest.approx((0.09, 0.09))  # a batch of three
+
+
 def test_a_batch_shrunk_for_an_urgent_generation_stays_shrunk_while_it_runs_alone():
     """Once every generation that could wait is suspended and the urgent one decodes alone,
     the suspended ones stay out (they can still wait) while their return would cost it

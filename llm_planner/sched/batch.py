@@ -7,7 +7,8 @@
   priority order and admission stops at the first that does not fit, so a lower-priority
   generation never overtakes a higher-priority one. `timely` weighs the newcomer against the
   running segments its company would cost utility (those already late but still earning
-  too), each segment priced at its typical length, and importance first: it holds the
+  too), each segment priced at its typical length (the newcomer's at the batch it will
+  decode in, once the shrink has made room for it), and importance first: it holds the
   newcomer back if waiting for them costs it nothing, or less than the ones at least as
   important lose; what less important segments lose never holds back a newcomer that loses
   by waiting (an urgent task never waits on normal ones' utility). A newcomer it holds back
@@ -312,7 +313,10 @@ class BatchController:
         generation behind it is weighed in turn.
         Both sides are priced at their typical lengths, as the preemption guard prices them:
         at l_max, a running segment a token or two from its end looks at risk, and the
-        newcomer waits for nothing."""
+        newcomer waits for nothing. The running segments are priced in the whole batch with
+        the newcomer, the newcomer at the batch it will decode in (`_newcomer_steps`): priced
+        beside segments the shrink would suspend for it, an urgent newcomer that would be in
+        time looks lost anyway, and waits until it is."""
         step_now = self.engine.predict_step_s(len(batch), context)
         first, step = self._joined_steps(len(batch), context, prefill, resumes)
         at_risk, loss, wait = False, 0.0, 0.0  # loss: of the segments at risk at least as important
@@ -332,9 +336,25 @@ class BatchController:
                     loss += lost
         if not at_risk:
             return True
-        own = self._newcomer_segment_s(newcomer, first, step)
+        own_first, own_step = self._newcomer_steps(batch, context, prefill, resumes, newcomer, now)
+        own = self._newcomer_segment_s(newcomer, own_first, own_step)
         own_loss = entry.utility_lost(now + own, now + wait + own)
         return own_loss > 0 and own_loss >= loss
+
+    def _newcomer_steps(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
+                        newcomer: BatchMember, now: float) -> tuple[float, float]:
+        """(its first iteration, each one after it) for `newcomer` once it joins `batch` (`context`
+        tokens with its own): beside all of them, or with shrinking, without those the shrink
+        would suspend for it where it becomes the most important segment that earns (of those
+        with a context here: one admitted in the same decision is not in the engine yet)."""
+        joined = [*batch, newcomer]
+        if self._critical(joined, now, {}) is newcomer:
+            in_engine = [g for g in batch if self._joining(g)[2]]
+            shrunk = self._shrink_for(newcomer, in_engine, joined, context, prefill, resumes, now)
+            if shrunk:
+                batch = [g for g in batch if g not in shrunk]
+                context -= sum(self.engine.context_tokens(g.task_id) for g in shrunk)
+        return self._joined_steps(len(batch), context, prefill, resumes)
 
     def _joined_steps(self, batch_size: int, context: int, prefill: int, resumes: int) -> tuple[float, float]:
         """(the first iteration, each one after it) once a newcomer joins a batch of `batch_size`

@@ -71,7 +71,7 @@ def main() -> None:
         admitted = keeps_deadlines(self, batch, context, prefill, resumes, now, newcomer, entry)
         seen = weighed.setdefault((current["run"], newcomer.task_id), {"held": 0})
         if "forecast" not in seen:  # priced as BatchController._keeps_deadlines prices the newcomer
-            first, step = self._joined_steps(len(batch), context, prefill, resumes)
+            first, step = self._newcomer_steps(batch, context, prefill, resumes, newcomer, now)
             seen["forecast"] = now - entry.arrival_s + self._newcomer_segment_s(newcomer, first, step)
             seen["first"] = first
             seen["tokens"] = self._typical_remaining_tokens(newcomer)
