@@ -523,7 +523,7 @@ def test_an_urgent_newcomer_is_priced_at_the_batch_the_shrink_leaves_it():
     fresh.in_engine, fresh.replica = False, None
     controller = BatchController(BatchConfig(max_batch_size=4), engine, latency_guided=True, preemptive=True,
                                  shrink=True, guard_by_importance=True)
-    steps = controller._newcomer_steps([pressed, idle, fresh], 350, 50, 0, urgent, now=0.0)
+    steps = controller._newcomer_steps([pressed, idle, fresh], 350, 50, 0, urgent, now=0.0, earns_alone={})
     assert steps == pytest.approx((0.09, 0.09))  # a batch of three
 
 

@@ -132,7 +132,7 @@ class BatchController:
             base_context = context - (self.engine.context_tokens(victim.task_id) if victim else 0)
             if self.latency_guided and not self._keeps_deadlines(
                     base, base_context + new_context, prefill_total + prefill, resumes + int(resume), now,
-                    gen, entry):
+                    gen, entry, earns_alone):
                 self.deferred += 1
                 if self.guard_by_importance:
                     continue  # weighed on its own, it holds back no one behind it
@@ -220,10 +220,14 @@ class BatchController:
         """(tokens to prefill, context it brings, whether it resumes) for `gen` joining this
         batch: a resume keeps its context here; a new generation, one moving here from another
         replica or one whose engine was lost prefills."""
-        if gen.in_engine and gen.replica == self.replica:
+        if self._has_context_here(gen):
             return 0, self.engine.context_tokens(gen.task_id), True
         prefill = prefill_to_join(self.engine, gen)
         return prefill, prefill, False
+
+    def _has_context_here(self, gen: BatchMember) -> bool:
+        """Its context is in this replica's engine."""
+        return gen.in_engine and gen.replica == self.replica
 
     def _slows(self, critical: BatchMember, gen: BatchMember, batch: list[BatchMember], context: int,
                now: float) -> bool:
@@ -296,7 +300,7 @@ class BatchController:
         return finish + self._remaining_tokens(other) * step + self.engine.predict_step_s(1, 0, resumes=1)
 
     def _keeps_deadlines(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
-                         now: float, newcomer: BatchMember, entry: QueueEntry) -> bool:
+                         now: float, newcomer: BatchMember, entry: QueueEntry, earns_alone: dict[str, bool]) -> bool:
         """False if admitting `newcomer` would make a running generation miss a deadline it
         would otherwise meet (one that misses anyway does not block admissions). With
         `guard_by_importance`, a running segment is at risk wherever the newcomer's company
@@ -316,7 +320,8 @@ class BatchController:
         newcomer waits for nothing. The running segments are priced in the whole batch with
         the newcomer, the newcomer at the batch it will decode in (`_newcomer_steps`): priced
         beside segments the shrink would suspend for it, an urgent newcomer that would be in
-        time looks lost anyway, and waits until it is."""
+        time looks lost anyway, and waits until it is. `earns_alone`: the decision's, as for
+        `_critical`."""
         step_now = self.engine.predict_step_s(len(batch), context)
         first, step = self._joined_steps(len(batch), context, prefill, resumes)
         at_risk, loss, wait = False, 0.0, 0.0  # loss: of the segments at risk at least as important
@@ -336,20 +341,21 @@ class BatchController:
                     loss += lost
         if not at_risk:
             return True
-        own_first, own_step = self._newcomer_steps(batch, context, prefill, resumes, newcomer, now)
+        own_first, own_step = self._newcomer_steps(batch, context, prefill, resumes, newcomer, now, earns_alone)
         own = self._newcomer_segment_s(newcomer, own_first, own_step)
         own_loss = entry.utility_lost(now + own, now + wait + own)
         return own_loss > 0 and own_loss >= loss
 
     def _newcomer_steps(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
-                        newcomer: BatchMember, now: float) -> tuple[float, float]:
+                        newcomer: BatchMember, now: float, earns_alone: dict[str, bool]) -> tuple[float, float]:
         """(its first iteration, each one after it) for `newcomer` once it joins `batch` (`context`
         tokens with its own): beside all of them, or with shrinking, without those the shrink
         would suspend for it where it becomes the most important segment that earns (of those
-        with a context here: one admitted in the same decision is not in the engine yet)."""
+        with a context here: one admitted in the same decision is not in the engine yet).
+        `earns_alone`: the decision's, as for `_critical`."""
         joined = [*batch, newcomer]
-        if self._critical(joined, now, {}) is newcomer:
-            in_engine = [g for g in batch if self._joining(g)[2]]
+        if self._critical(joined, now, earns_alone) is newcomer:
+            in_engine = [g for g in batch if self._has_context_here(g)]
             shrunk = self._shrink_for(newcomer, in_engine, joined, context, prefill, resumes, now)
             if shrunk:
                 batch = [g for g in batch if g not in shrunk]
