@@ -468,7 +468,7 @@ def test_suspended_plans_that_outgrow_the_kv_space_do_not_stall_the_planner(conf
 
 def test_profile_fit_recovers_the_engine_costs_it_was_measured_with():
     """fit_profile on measurements made from known costs gives those costs back."""
-    from llm_planner.engine.profiler import ProfileMeasurements, fit_profile
+    from llm_planner.engine.profiler import ProfileMeasurements, fit_decode, fit_profile
 
     prefill, base, per_seq, per_ctx, resume, block = 0.0012, 0.02, 0.0015, 2.5e-6, 0.007, 32
     m = ProfileMeasurements()
@@ -484,6 +484,9 @@ def test_profile_fit_recovers_the_engine_costs_it_was_measured_with():
     assert p.decode_s_per_context_token == pytest.approx(per_ctx, rel=1e-3)
     assert p.resume_s == pytest.approx(resume, rel=1e-2)
     assert p.kv_block_size == block
+    fit = fit_decode(m.decode)  # its step for B sequences of C tokens is the profile's for B*C in all
+    for b, c in ((1, 256), (8, 256), (16, 1024)):
+        assert fit.step_s(b, c) == pytest.approx(p.step_s(b, b * c), rel=1e-9)
 
 
 class _Reports:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 import yaml
@@ -255,14 +255,32 @@ def _nonnegative_lstsq(a: np.ndarray, y: np.ndarray) -> list[float]:
     return best
 
 
-def fit_decode(rows: list[tuple[int, int, float]]) -> tuple[float, float, float, float]:
-    """step = base + per_seq*(B-1) + per_ctx*(B*C) through (batch, context, seconds) rows, by
-    least squares with no cost negative: (base, per_seq, per_ctx, mean relative error)."""
-    a = np.array([[1.0, b - 1, b * c] for b, c, _ in rows])
+class DecodeFit(NamedTuple):
+    """A decode step's cost, fitted: base + per_seq*(B-1) + per_ctx*(B*C) for B sequences of C
+    context tokens each (the decode terms of EngineProfile.step_s)."""
+
+    base_s: float
+    per_seq_s: float
+    per_context_token_s: float
+    mean_relative_error: float
+
+    @staticmethod
+    def terms(batch: int, context_per_sequence: int) -> list[float]:
+        return [1.0, batch - 1, batch * context_per_sequence]
+
+    def step_s(self, batch: int, context_per_sequence: int) -> float:
+        costs = (self.base_s, self.per_seq_s, self.per_context_token_s)
+        return sum(t * c for t, c in zip(self.terms(batch, context_per_sequence), costs))
+
+
+def fit_decode(rows: list[tuple[int, int, float]]) -> DecodeFit:
+    """The decode fit through (batch, context per sequence, seconds) rows, by least squares
+    with no cost negative."""
+    a = np.array([DecodeFit.terms(b, c) for b, c, _ in rows])
     y = np.array([s for _, _, s in rows])
     base, per_seq, per_ctx = _nonnegative_lstsq(a, y)
     base = base or float(min(y))
-    return base, per_seq, per_ctx, float(np.mean(np.abs(a @ np.array([base, per_seq, per_ctx]) - y) / y))
+    return DecodeFit(base, per_seq, per_ctx, float(np.mean(np.abs(a @ np.array([base, per_seq, per_ctx]) - y) / y)))
 
 
 def fit_profile(m: ProfileMeasurements, name: str, model: str, hardware: str,

@@ -37,10 +37,11 @@ def main() -> int:
     for repeat in range(args.repeats):
         for way in list(WAYS) if repeat % 2 == 0 else list(WAYS)[::-1]:
             rows = profiler.measure_decode(BATCHES, CONTEXTS, **WAYS[way])
-            base, per_seq, per_ctx, error = fit_decode(rows)
+            fit = fit_decode(rows)
+            error = fit.mean_relative_error
             runs[way].append({"steps_ms": {f"B{b}/C{c}": round(s * 1000, 2) for b, c, s in rows},
-                              "fit": {"base_ms": round(base * 1000, 2),
-                                      "B8/C256_ms": round((base + 7 * per_seq + 8 * 256 * per_ctx) * 1000, 2),
+                              "fit": {"base_ms": round(fit.base_s * 1000, 2),
+                                      "B8/C256_ms": round(fit.step_s(8, 256) * 1000, 2),
                                       "mean_relative_error": round(error, 3)}})
             steps = ", ".join(f"{size} {ms:.1f}" for size, ms in runs[way][-1]["steps_ms"].items())
             print(f"repeat {repeat + 1}, {way}: {steps} ms; fit error {error * 100:.1f}%", flush=True)
