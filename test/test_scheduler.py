@@ -514,17 +514,21 @@ def test_an_urgent_newcomer_is_priced_at_the_batch_the_shrink_leaves_it():
         outcome[shrink] = ([e.gen_id for e in selection.admitted], [g.task_id for g in selection.shrunk])
     assert outcome == {True: (["urgent"], ["idle"]), False: ([], [])}
 
-    # A generation admitted earlier in the same decision has no context in the engine yet:
-    # it stays beside the newcomer (the shrink suspends only generations with a context there):
-    # the urgent one, 0.6 s in a batch of four, ends at 0.45 s once the idle one is suspended.
+    # Generations admitted earlier in the same decision stay beside the newcomer (the shrink
+    # suspends only those running before it): a new one, not yet in the engine, and a resumed
+    # one, whose context is there. The urgent one is priced in a batch of four: 0.12 s a step.
+    from llm_planner.sched.batch import _Decision
+
     engine = _engine_stepping(step_per_sequence_s=0.03)
-    engine.context_tokens = {"pressed": 100, "idle": 100}.__getitem__
+    engine.context_tokens = {"pressed": 100, "resumed": 100}.__getitem__
     fresh = _running("fresh", entry("fresh", NORMAL, 9.0), deadline_s=10.0, typical=5)
     fresh.in_engine, fresh.replica = False, None
+    resumed = _running("resumed", entry("resumed", NORMAL, 9.0), deadline_s=10.0, typical=5)
     controller = BatchController(BatchConfig(max_batch_size=4), engine, latency_guided=True, preemptive=True,
                                  shrink=True, guard_by_importance=True)
-    steps = controller._newcomer_steps([pressed, idle, fresh], 350, 50, 0, urgent, now=0.0, earns_alone={})
-    assert steps == pytest.approx((0.09, 0.09))  # a batch of three
+    decision = _Decision(earns_alone={}, suspendable=[pressed])
+    steps = controller._newcomer_steps([pressed, fresh, resumed], 250, 50, 0, urgent, now=0.0, decision=decision)
+    assert steps == pytest.approx((0.12, 0.12))
 
 
 def test_a_batch_shrunk_for_an_urgent_generation_stays_shrunk_while_it_runs_alone():

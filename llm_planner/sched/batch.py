@@ -70,6 +70,16 @@ def prefill_to_join(engine: Engine, gen: BatchMember) -> int:
 
 
 @dataclass
+class _Decision:
+    """What one `select` call fixes as it goes: whether each generation's segment earns
+    decoding alone (priced once), and the generations it may suspend or replace: those running
+    before it, less any it replaced (one it admits is not suspended in the same decision)."""
+
+    earns_alone: dict[str, bool]
+    suspendable: list[BatchMember]
+
+
+@dataclass
 class Selection:
     admitted: list[QueueEntry]  # in order
     preempted: list[BatchMember]  # suspended for a better queued generation (a full batch)
@@ -100,13 +110,12 @@ class BatchController:
         admitted: list[QueueEntry] = []
         preempted: list[BatchMember] = []
         batch = list(running)
-        victims = list(running)  # only generations that were running before this decision
         context = sum(self.engine.context_tokens(g.task_id) for g in batch)
         prefill_total = 0  # prompts admitted in this decision are all prefilled next iteration
         resumes = 0
         kv_free = self.engine.kv_free_tokens()
-        earns_alone: dict[str, bool] = {}  # per generation; fixed within one decision
-        critical = self._critical(batch, now, earns_alone)
+        decision = _Decision(earns_alone={}, suspendable=list(running))
+        critical = self._critical(batch, now, decision.earns_alone)
         for entry in queue.in_order(now):
             gen = gens[entry.gen_id]
             if critical is not None and self._can_wait_for(gen, entry, critical, batch, context, now) \
@@ -118,7 +127,8 @@ class BatchController:
             if len(batch) >= self.max_batch_size:
                 step = self.engine.predict_step_s(len(batch), context)
                 newcomer_earns = not self.guard_by_importance or self._earns_taken_now(gen, step, now)
-                replaceable = [g for g in victims if not self._protected(g, gen, step, newcomer_earns, now)]
+                replaceable = [g for g in decision.suspendable
+                               if not self._protected(g, gen, step, newcomer_earns, now)]
                 if not self.preemptive or not replaceable:
                     break
                 victim = min(replaceable, key=lambda g: queue.priority(g.entry, now))
@@ -132,13 +142,13 @@ class BatchController:
             base_context = context - (self.engine.context_tokens(victim.task_id) if victim else 0)
             if self.latency_guided and not self._keeps_deadlines(
                     base, base_context + new_context, prefill_total + prefill, resumes + int(resume), now,
-                    gen, entry, earns_alone):
+                    gen, entry, decision):
                 self.deferred += 1
                 if self.guard_by_importance:
                     continue  # weighed on its own, it holds back no one behind it
                 break
             if victim is not None:
-                victims.remove(victim)
+                decision.suspendable.remove(victim)
                 preempted.append(victim)
             queue.remove(entry.gen_id)
             admitted.append(entry)
@@ -147,11 +157,11 @@ class BatchController:
             prefill_total += prefill
             resumes += int(resume)
             kv_free -= kv_needed
-            critical = self._critical(batch, now, earns_alone)
+            critical = self._critical(batch, now, decision.earns_alone)
         shrunk: list[BatchMember] = []
         if critical is not None:
-            shrunk = self._shrink_for(critical, [g for g in batch if g in victims], batch, context, prefill_total,
-                                      resumes, now)
+            shrunk = self._shrink_for(critical, [g for g in batch if g in decision.suspendable], batch, context,
+                                      prefill_total, resumes, now)
         return Selection(admitted, preempted, shrunk)
 
     def _protected(self, gen: BatchMember, newcomer: BatchMember, step: float, newcomer_earns: bool,
@@ -220,14 +230,10 @@ class BatchController:
         """(tokens to prefill, context it brings, whether it resumes) for `gen` joining this
         batch: a resume keeps its context here; a new generation, one moving here from another
         replica or one whose engine was lost prefills."""
-        if self._has_context_here(gen):
+        if gen.in_engine and gen.replica == self.replica:
             return 0, self.engine.context_tokens(gen.task_id), True
         prefill = prefill_to_join(self.engine, gen)
         return prefill, prefill, False
-
-    def _has_context_here(self, gen: BatchMember) -> bool:
-        """Its context is in this replica's engine."""
-        return gen.in_engine and gen.replica == self.replica
 
     def _slows(self, critical: BatchMember, gen: BatchMember, batch: list[BatchMember], context: int,
                now: float) -> bool:
@@ -300,7 +306,7 @@ class BatchController:
         return finish + self._remaining_tokens(other) * step + self.engine.predict_step_s(1, 0, resumes=1)
 
     def _keeps_deadlines(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
-                         now: float, newcomer: BatchMember, entry: QueueEntry, earns_alone: dict[str, bool]) -> bool:
+                         now: float, newcomer: BatchMember, entry: QueueEntry, decision: _Decision) -> bool:
         """False if admitting `newcomer` would make a running generation miss a deadline it
         would otherwise meet (one that misses anyway does not block admissions). With
         `guard_by_importance`, a running segment is at risk wherever the newcomer's company
@@ -320,8 +326,7 @@ class BatchController:
         newcomer waits for nothing. The running segments are priced in the whole batch with
         the newcomer, the newcomer at the batch it will decode in (`_newcomer_steps`): priced
         beside segments the shrink would suspend for it, an urgent newcomer that would be in
-        time looks lost anyway, and waits until it is. `earns_alone`: the decision's, as for
-        `_critical`."""
+        time looks lost anyway, and waits until it is."""
         step_now = self.engine.predict_step_s(len(batch), context)
         first, step = self._joined_steps(len(batch), context, prefill, resumes)
         at_risk, loss, wait = False, 0.0, 0.0  # loss: of the segments at risk at least as important
@@ -341,22 +346,21 @@ class BatchController:
                     loss += lost
         if not at_risk:
             return True
-        own_first, own_step = self._newcomer_steps(batch, context, prefill, resumes, newcomer, now, earns_alone)
+        own_first, own_step = self._newcomer_steps(batch, context, prefill, resumes, newcomer, now, decision)
         own = self._newcomer_segment_s(newcomer, own_first, own_step)
         own_loss = entry.utility_lost(now + own, now + wait + own)
         return own_loss > 0 and own_loss >= loss
 
     def _newcomer_steps(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
-                        newcomer: BatchMember, now: float, earns_alone: dict[str, bool]) -> tuple[float, float]:
+                        newcomer: BatchMember, now: float, decision: _Decision) -> tuple[float, float]:
         """(its first iteration, each one after it) for `newcomer` once it joins `batch` (`context`
         tokens with its own): beside all of them, or with shrinking, without those the shrink
         would suspend for it where it becomes the most important segment that earns (of those
-        with a context here: one admitted in the same decision is not in the engine yet).
-        `earns_alone`: the decision's, as for `_critical`."""
+        the decision may suspend, as `select` shrinks)."""
         joined = [*batch, newcomer]
-        if self._critical(joined, now, earns_alone) is newcomer:
-            in_engine = [g for g in batch if self._has_context_here(g)]
-            shrunk = self._shrink_for(newcomer, in_engine, joined, context, prefill, resumes, now)
+        if self._critical(joined, now, decision.earns_alone) is newcomer:
+            candidates = [g for g in batch if g in decision.suspendable]
+            shrunk = self._shrink_for(newcomer, candidates, joined, context, prefill, resumes, now)
             if shrunk:
                 batch = [g for g in batch if g not in shrunk]
                 context -= sum(self.engine.context_tokens(g.task_id) for g in shrunk)

@@ -67,11 +67,11 @@ def main() -> None:
     weighed: dict[tuple, dict] = {}  # (run, task id) -> first forecast and times held back
     keeps_deadlines = BatchController._keeps_deadlines
 
-    def logged_keeps_deadlines(self, batch, context, prefill, resumes, now, newcomer, entry, earns_alone):
-        admitted = keeps_deadlines(self, batch, context, prefill, resumes, now, newcomer, entry, earns_alone)
+    def logged_keeps_deadlines(self, batch, context, prefill, resumes, now, newcomer, entry, decision):
+        admitted = keeps_deadlines(self, batch, context, prefill, resumes, now, newcomer, entry, decision)
         seen = weighed.setdefault((current["run"], newcomer.task_id), {"held": 0})
         if "forecast" not in seen:  # priced as BatchController._keeps_deadlines prices the newcomer
-            first, step = self._newcomer_steps(batch, context, prefill, resumes, newcomer, now, earns_alone)
+            first, step = self._newcomer_steps(batch, context, prefill, resumes, newcomer, now, decision)
             seen["forecast"] = now - entry.arrival_s + self._newcomer_segment_s(newcomer, first, step)
             seen["first"] = first
             seen["tokens"] = self._typical_remaining_tokens(newcomer)
