@@ -78,6 +78,10 @@ class _Decision:
     earns_alone: dict[str, bool]
     suspendable: list[BatchMember]
 
+    def suspendable_in(self, batch: list[BatchMember]) -> list[BatchMember]:
+        """Those of `batch` the decision may suspend, in batch order."""
+        return [g for g in batch if g in self.suspendable]
+
 
 @dataclass
 class Selection:
@@ -160,8 +164,8 @@ class BatchController:
             critical = self._critical(batch, now, decision.earns_alone)
         shrunk: list[BatchMember] = []
         if critical is not None:
-            shrunk = self._shrink_for(critical, [g for g in batch if g in decision.suspendable], batch, context,
-                                      prefill_total, resumes, now)
+            shrunk = self._shrink_for(critical, decision.suspendable_in(batch), batch, context, prefill_total,
+                                      resumes, now)
         return Selection(admitted, preempted, shrunk)
 
     def _protected(self, gen: BatchMember, newcomer: BatchMember, step: float, newcomer_earns: bool,
@@ -359,8 +363,7 @@ class BatchController:
         the decision may suspend, as `select` shrinks)."""
         joined = [*batch, newcomer]
         if self._critical(joined, now, decision.earns_alone) is newcomer:
-            candidates = [g for g in batch if g in decision.suspendable]
-            shrunk = self._shrink_for(newcomer, candidates, joined, context, prefill, resumes, now)
+            shrunk = self._shrink_for(newcomer, decision.suspendable_in(batch), joined, context, prefill, resumes, now)
             if shrunk:
                 batch = [g for g in batch if g not in shrunk]
                 context -= sum(self.engine.context_tokens(g.task_id) for g in shrunk)
