@@ -400,6 +400,35 @@ def test_sim_resume_recomputes_the_partial_kv_block_when_the_profile_models_bloc
         assert engine.stats.prefill_tokens["g"] - before == (context % block if block else 0)
 
 
+def test_sim_prompts_prefill_what_earlier_prompts_blocks_do_not_cover_as_the_real_engine_counts(tokenizer):
+    """With a profile that models KV blocks, a prompt after its warmed-up skill set's prefix
+    prefills from the prefix's last partial block on, the same prompt again only its own last
+    partial block, and each prefills what prompt_tokens predicted before it was added."""
+    from llm_planner.domain.clock import VirtualClock
+    from llm_planner.engine import GenerationRequest, SimEngine, load_engine_profile
+
+    profile = load_engine_profile("smollm2-135m-instruct-bfloat16-cpu-avx512-bf16")
+    assert profile.kv_block_size == 32
+    engine = SimEngine(profile, tokenizer, VirtualClock())
+    system = "You plan for a drone. Skills: mf(cm) moves forward, tc(deg) turns clockwise. " * 4
+    task = "Scene: [door, cup]. Fly to the door, then turn around and come back to the cup."
+    engine.warm_up([GenerationRequest("warm-up/k", "k", system, "warm-up", forced_output="")])
+    prefix, own = count_tokens(tokenizer, system), count_tokens(tokenizer, task) + TEMPLATE_TOKENS
+    assert prefix % 32 and (prefix + own) % 32  # partial blocks exist, so the checks below can fail
+    warmed = (prefix + TEMPLATE_TOKENS) // 32 * 32  # the blocks the warm-up's prompt shares with the task's
+    predicted, prefilled = [], []
+    for gen_id in ("first", "again"):
+        request = GenerationRequest(gen_id, "k", system, task, forced_output="mf(50);")
+        predicted.append(engine.prompt_tokens(request))
+        engine.add(request)
+        while gen_id in engine.running:
+            if any(o.finished for o in engine.step().outputs):
+                engine.release(gen_id)
+        prefilled.append(engine.stats.prefill_tokens[gen_id])
+    assert prefilled == predicted
+    assert predicted == [prefix + own - warmed, (prefix + own) % 32]
+
+
 def test_sim_evicts_the_context_suspended_longest_ago_when_running_ones_need_the_space(tokenizer):
     """Suspended contexts stay cached (a resume prefills only the partial block) while the
     running generations leave room; past that the oldest is evicted, and its resume prefills

@@ -9,7 +9,10 @@ KV space as vLLM's prefix cache keeps it: a suspended generation's context stays
 a resume prefills only its last, partial block, until the running generations need the
 space; then the contexts suspended longest ago are evicted first, and their resumes prefill
 the prompt and the plan so far again. Free space is what the running generations and the
-shared prefixes leave: cached contexts give way to them.
+shared prefixes leave: cached contexts give way to them. A new prompt prefills what the
+blocks of earlier prompts do not cover, counted as the real engine counts it
+(`PrefixBlocks`): after its skill set's prefix, from the prefix's last partial block on; a
+repeated prompt, only its own last partial block.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 
 from tokenizers import Tokenizer
 
-from llm_planner.catalog.tokenizer import count_tokens, token_pieces
+from llm_planner.catalog.tokenizer import token_pieces
 from llm_planner.domain.clock import Clock
 from llm_planner.engine.base import (
     Continuation,
@@ -29,10 +32,13 @@ from llm_planner.engine.base import (
     StepResult,
     TokenOutput,
 )
+from llm_planner.engine.prefix_blocks import PrefixBlocks
 from llm_planner.engine.profile import EngineProfile
 
 # Chat-template tokens around the task text (role markers); SmolLM2/Llama-3 use about this.
 TEMPLATE_TOKENS = 10
+# Stand-ins for those tokens in a prompt's ids: the same in every prompt, no real token's id.
+_TEMPLATE_IDS = tuple(range(-TEMPLATE_TOKENS, 0))
 
 
 @dataclass
@@ -68,8 +74,17 @@ class SimEngine(Engine):
         self._cached: dict[str, None] = {}  # suspended generations whose context is still cached, oldest first
         self._pending_resumes = 0
         self._cached_prefixes: dict[str, int] = {}
+        self._blocks = self._new_block_cache()
         self._piece_cache: dict[str, list[str]] = {}
-        self._count_cache: dict[str, int] = {}
+        self._ids_cache: dict[str, tuple[int, ...]] = {}
+        self._prompt_ids_cache: dict[tuple[str, str], tuple[int, ...]] = {}
+
+    def _new_block_cache(self) -> PrefixBlocks | None:
+        """The prefix cache by blocks, where the profile says the engine has one and its block size."""
+        size = self.profile.kv_block_size
+        if not (self.profile.prefix_caching and size):
+            return None
+        return PrefixBlocks(size, self.profile.kv_capacity_tokens // size)
 
     def reset(self, clock: Clock) -> None:
         self.clock = clock
@@ -79,14 +94,29 @@ class SimEngine(Engine):
         self._cached.clear()
         self._pending_resumes = 0
         self._cached_prefixes.clear()
+        if self._blocks is not None:
+            self._blocks.clear()
+
+    def _ids(self, text: str) -> tuple[int, ...]:
+        ids = self._ids_cache.get(text)
+        if ids is None:
+            ids = self._ids_cache[text] = tuple(self.tokenizer.encode(text, add_special_tokens=False).ids)
+        return ids
+
+    def _prompt_ids(self, request: GenerationRequest) -> tuple[int, ...]:
+        key = (request.prefix, request.prompt)
+        ids = self._prompt_ids_cache.get(key)
+        if ids is None:
+            ids = self._prompt_ids_cache[key] = self._ids(request.prefix) + _TEMPLATE_IDS + self._ids(request.prompt)
+        return ids
 
     def _count(self, text: str) -> int:
-        n = self._count_cache.get(text)
-        if n is None:
-            n = self._count_cache[text] = count_tokens(self.tokenizer, text)
-        return n
+        return len(self._ids(text))
 
     def prompt_tokens(self, request: GenerationRequest) -> int:
+        if self._blocks is not None:
+            ids = self._prompt_ids(request)
+            return len(ids) - self._blocks.cached_tokens(ids)
         own = self._count(request.prompt) + TEMPLATE_TOKENS
         if self.profile.prefix_caching and request.prefix_key in self._cached_prefixes:
             return own
@@ -110,16 +140,21 @@ class SimEngine(Engine):
         else:
             own += prefix_tokens
             prefix_tokens = 0
+        if self._blocks is not None:
+            self._blocks.add(self._prompt_ids(request))
         gen = _SimSequence(request, pieces[: request.max_tokens], prefix_tokens, own, prefill)
         self._gens[request.gen_id] = gen
         self._order.append(request.gen_id)
         self.stats.prefill_tokens[request.gen_id] = 0
 
     def warm_up(self, requests: list[GenerationRequest]) -> None:
-        """Mark each request's shared prefix as already cached (as a warmed-up real engine)."""
+        """Mark each request's shared prefix as already cached (as a warmed-up real engine, which
+        prefills each request once)."""
         if self.profile.prefix_caching:
             for request in requests:
                 self._cached_prefixes.setdefault(request.prefix_key, self._count(request.prefix))
+                if self._blocks is not None:
+                    self._blocks.add(self._prompt_ids(request))
 
     def _get(self, gen_id: str) -> _SimSequence:
         try:
