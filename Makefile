@@ -64,16 +64,20 @@ demo-sim: setup
 compare: setup
 	$(ENV) lrtrace compare wid1 --policies timely,vllm,vllm-stream,fcfs,edf --seeds 1
 
-# Import contracts first (.importlinter: layers, ROS only in ros/, vLLM only in engine/, no cycles).
+# Import contracts first (.importlinter: layers, ROS only in ros/, vLLM only in engine/, no cycles),
+# then the fast loop (the core alone, so a test missing its marker fails here), then every
+# other test.
+FAST := not ros and not vllm and not ray and not slow
 test: setup
 	$(ENV) lint-imports
-	$(ENV) LLM_PLANNER_REQUIRE_ROS=1 LLM_PLANNER_REQUIRE_VLLM=1 python -m pytest -q test
+	$(ENV) LLM_PLANNER_CORE_ONLY=1 python -m pytest -q -m "$(FAST)" test
+	$(ENV) LLM_PLANNER_REQUIRE_ROS=1 LLM_PLANNER_REQUIRE_VLLM=1 python -m pytest -q -m "not ($(FAST))" test
 
 # The inner loop: the core without ROS 2, the engine or Ray (tests marked none of `ros`, `vllm`,
 # `ray`, `slow`), in seconds. It refuses to import rclpy, vLLM and Ray, so a test missing its
 # marker fails.
 test-fast: setup
-	$(ENV) LLM_PLANNER_CORE_ONLY=1 python -m pytest -q -m "not ros and not vllm and not ray and not slow" test
+	$(ENV) LLM_PLANNER_CORE_ONLY=1 python -m pytest -q -m "$(FAST)" test
 
 # The real engine's figures (segmentation overhead, resume vs cold prefill, a replica on Ray).
 bench-engine: setup

@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from test_importer import ARTIFACT_JOBS, ARTIFACT_TRACES
 
 from llm_planner.commands.lrtrace import main as lrtrace_main
@@ -210,6 +212,7 @@ def test_save_traces_needs_the_real_engine(tmp_path, capsys):
     assert not (tmp_path / "t.yaml").exists()
 
 
+@pytest.mark.ros  # `lrtrace replay` loads the ROS 2 interfaces before it reads its options
 def test_dtype_sets_the_real_engines_dtype_and_is_refused_for_the_sim_engine(capsys):
     import argparse
 
@@ -252,6 +255,7 @@ def test_repeated_live_runs_report_the_median_first_action_and_keep_each_run():
     assert pooled["ratio"] == 1.2 and pooled["runs"] == runs
 
 
+@pytest.mark.ros  # as above: `lrtrace replay`
 def test_replay_refuses_fewer_than_one_repeat(capsys):
     assert lrtrace_main(["replay", "live1", "--repeat", "0"]) == 2
     assert "--repeat must be >= 1" in " ".join(capsys.readouterr().err.split())
