@@ -247,3 +247,44 @@ def test_compare_runs_each_policy_on_each_replica_count_and_placement(config):
                                        "vllm x1", "vllm x2 round-robin", "vllm x2 deadline"]
     assert [(v.config.replicas, v.config.placement) for v in runs[:3]] == [(1, config.placement), (2, "round-robin"),
                                                                           (2, "deadline")]
+
+
+@pytest.mark.vllm  # VllmStats comes with the real engine's module
+def test_the_stats_of_several_real_engine_replicas_merge_field_by_field(tokenizer):
+    """Every field of two replicas' VllmStats merged: counts summed, the largest batch the
+    larger one, per-generation counts and samples (step corrections too) kept from each."""
+    import dataclasses
+
+    from llm_planner.engine.calibration import StepCorrection
+    from llm_planner.engine.vllm_engine import VllmStats
+
+    def filled(n: int) -> VllmStats:
+        stats = VllmStats()
+        for f in dataclasses.fields(stats):
+            value = getattr(stats, f.name)
+            if f.name == "step_corrections":
+                value = [StepCorrection(decode_offset_s=0.001 * n)]
+            elif isinstance(value, dict):
+                value = {f"g{n}": n}
+            elif isinstance(value, list):
+                value = [float(n)]
+            else:
+                value = type(value)(n)
+            setattr(stats, f.name, value)
+        return stats
+
+    replicas = ReplicaSet([sim_engine(CPU_PROFILE, tokenizer) for _ in range(2)])
+    replicas[0].engine.stats, replicas[1].engine.stats = filled(1), filled(2)
+    merged = replicas.stats
+    for f in dataclasses.fields(merged):
+        value = getattr(merged, f.name)
+        if f.name == "max_batch":
+            assert value == 2
+        elif f.name == "step_corrections":
+            assert [c.decode_offset_s for c in value] == [0.001, 0.002]
+        elif isinstance(value, dict):
+            assert value == {"g1": 1, "g2": 2}, f.name
+        elif isinstance(value, list):
+            assert value == [1.0, 2.0], f.name
+        else:
+            assert value == 3, f.name

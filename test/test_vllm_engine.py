@@ -424,3 +424,30 @@ def test_a_restarted_engine_plans_again(engine):
     assert engine.llm is not old and not engine.running
     runs = generate(engine, [request("again", *TASKS[0], max_tokens=24)], segmented=False)
     assert runs["again"].text.strip()
+
+
+@pytest.mark.ray
+def test_lrtrace_compare_runs_two_real_engine_replicas(tmp_path):
+    """`lrtrace compare --engine vllm --replicas 1,2`: one vLLM engine, then two on Ray, each
+    planning the workload to the end, with the replicas' statistics merged in the report."""
+    import json
+    import subprocess
+    import sys
+
+    from test_importer import ARTIFACT_JOBS, ARTIFACT_TRACES
+
+    traces, jobs = tmp_path / "traces.json", tmp_path / "workload.json"
+    traces.write_text(json.dumps(ARTIFACT_TRACES))
+    jobs.write_text(json.dumps(ARTIFACT_JOBS))
+    out = tmp_path / "out.json"
+    proc = subprocess.run([sys.executable, "-m", "llm_planner.commands.lrtrace", "compare", str(jobs),
+                           "--traces", str(traces), "--engine", "vllm", "--replicas", "1,2", "--policies", "timely",
+                           "--json", str(out), "--no-plots", "--quiet"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    runs = [name for name in result if name.startswith("timely")]
+    assert len(runs) == 2, list(result)
+    for name in runs:
+        assert result[name]["all"]["tasks"] == len(ARTIFACT_JOBS)
+    assert "step predictions corrected by" in proc.stdout

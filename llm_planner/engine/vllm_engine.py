@@ -101,7 +101,9 @@ class VllmStats(EngineStats):
     resume_prompt_tokens: int = 0
     resume_cached_tokens: int = 0
     resume_first_token_s: list[float] = field(default_factory=list)  # resume -> next token
-    step_correction: StepCorrection | None = None  # what measured iterations added to the profile's predictions
+    # what measured iterations added to the profile's predictions: one entry, or one per replica
+    # in the stats of several replicas together
+    step_corrections: list[StepCorrection] = field(default_factory=list)
 
 
 @dataclass
@@ -345,7 +347,7 @@ class VllmEngine(Engine):
             if not any(g.awaiting_first for g in starting):
                 # (an iteration that prefilled part of a long prompt is left out: its tokens are not known)
                 self.calibration.observe(batch, context, prefill, sum(g.runs > 1 for g in starting), duration)
-                self.stats.step_correction = self.calibration.correction
+                self.stats.step_corrections = [self.calibration.correction]
         return StepResult(duration, outputs, prefill)
 
     def _iteration_inputs(self) -> tuple[int, int, list[_VllmSequence]]:

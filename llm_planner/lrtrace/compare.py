@@ -372,6 +372,7 @@ def engine_stats_lines(runs: dict[str, list[SimulationResult]]) -> list[str]:
                      + (f"; {deferred} admissions deferred" if (deferred := sum(s.deferred_admissions for s in sims))
                         else "")
                      + (f"; {moved} moved to another replica" if (moved := sum(s.moved_in for s in stats)) else "")
-                     + (f"; step predictions corrected by {stats[-1].step_correction.describe()}"
-                        if stats and stats[-1].step_correction else ""))
+                     + (f"; step predictions corrected by "
+                        f"{', '.join(c.describe() for c in stats[-1].step_corrections)}"
+                        if stats and stats[-1].step_corrections else ""))
     return lines
