@@ -118,3 +118,48 @@ def test_grammar_lists_every_skill_of_the_set():
         grammar = plan_grammar(skill_set)
         for skill in skill_set.spec.skills:
             assert f'"{skill.abbr}(' in grammar
+
+
+def _in_task_grammar(name: str, task: str, plan: str) -> bool:
+    from llm_planner.catalog.grammar import TaskScope
+
+    return check_plan(load_skill_set(name), plan, strict=True, scope=TaskScope.of_task(task)) is None
+
+
+@pytest.mark.parametrize("plan, admitted", [
+    ("g('red car');tp();", True),
+    ("g('violin');", False),  # an action names only what the scene lists
+    ("g('Red car');", False),  # exactly as the scene spells it
+    ("?s('violin')==True{g('violin');tp()};", True),  # a search, and its conditional, may name what the task names
+    ("?s('trumpet')==True{g('trumpet')};", False),  # but not what neither names
+    ("l(p('how many poles are there?'));", True),  # a report may say a probe's answer
+])
+def test_a_tasks_grammar_grounds_object_names_in_its_scene(plan, admitted):
+    task = "Scene: [wall, poster, red car]. Look for the violin and photograph it."
+    assert _in_task_grammar("minispec_drone", task, plan) is admitted
+    assert _in_task_grammar("minispec_drone", "Fly around.", plan)  # no scene: any short name
+
+
+@pytest.mark.parametrize("name, plan, admitted", [
+    ("minispec_drone", "mb(50);?s('poster')==True{g('poster')};", True),
+    ("minispec_drone", "?s('wall')==True{mb(50)};", False),  # a block is sent only once it closes
+    ("python_arm", "move_to(object_x('cup'), object_y('cup'))\ntake('cup')\n", True),
+    ("python_arm", "if is_holding():\n    drop('tray')\n", False),
+])
+def test_an_error_follow_up_opens_with_a_plain_action(name, plan, admitted):
+    scene = "Scene: [wall, poster]." if name == "minispec_drone" else "Scene: [cup, tray]."
+    assert _in_task_grammar(name, f"ALERT: something went wrong. {scene} Recover.", plan) is admitted
+    artifact = f"{scene.rstrip('.')}, Task: [E] You provided me with plan tp();, but it failed."
+    assert _in_task_grammar(name, artifact, plan) is admitted
+    assert _in_task_grammar(name, f"{scene} Recover.", plan)  # not an alert: a block may come first
+
+
+def test_task_grammars_are_built_once_per_scene():
+    from llm_planner.catalog.grammar import TaskScope, word_groups
+
+    drone = load_skill_set("minispec_drone")
+    scope = TaskScope.of_task("Scene: [door]. Find the blue kite.")
+    assert plan_grammar(drone, scope) is plan_grammar(drone, TaskScope.of_task("Scene: [door]. Find the blue kite."))
+    assert plan_grammar(drone, scope) != plan_grammar(drone)
+    assert word_groups("Find the blue kite and the trash can, then land.") == (
+        "find", "find the blue", "blue", "blue kite", "kite", "trash", "trash can", "can", "land")

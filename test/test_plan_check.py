@@ -35,8 +35,10 @@ def test_scene_of_the_artifact_style():
 
 
 def test_both_styles_reach_the_model_in_one_form():
-    assert render_task(ARTIFACT) == "Objects: 'bolt', 'nut', 'bin'\nTask: Pick up the bolt and drop it in the bin."
-    assert render_task("Scene: [bolt, nut, bin]. Pick up the bolt and drop it in the bin.") == render_task(ARTIFACT)
+    assert render_task(ARTIFACT) == ("Objects: 'bolt' (left, far), 'nut' (centre, far, small), 'bin' (right, near, "
+                                     "large)\nTask: Pick up the bolt and drop it in the bin.")
+    assert render_task("Scene: [bolt, nut, bin]. Pick up the bolt and drop it in the bin.") == \
+        "Objects: 'bolt', 'nut', 'bin'\nTask: Pick up the bolt and drop it in the bin."
     assert render_task(ARTIFACT.replace("[A]", "[E]")).endswith("Task: ALERT: Pick up the bolt and drop "
                                                                 "it in the bin.")
     assert render_task("Fly up 50 cm.") == "Task: Fly up 50 cm."
@@ -254,3 +256,27 @@ def test_two_models_plans_side_by_side_in_markdown(tmp_path, tokenizer):
     console = Console(record=True, width=200)
     console.print(side_by_side(tasks, {"tuned": runs, "base": runs}))
     assert "Scene: [door]. Photo." in console.export_text()
+
+
+def test_an_error_follow_up_must_open_with_one_of_its_safe_first_calls():
+    from llm_planner.planning.task_check import TaskNeeds, check_task
+
+    drone = load_skill_set("minispec_drone")
+    needs = TaskNeeds(("mb|mu",), (), ("mb", "mu", "ml", "mr"))
+    assert check_task(drone, "mb(50);d(1);", needs).does_task
+    away_first = check_task(drone, "mf(20);mb(50);", needs)
+    assert not away_first.does_task and away_first.wrong_first.startswith("first: mf(20)")
+    in_block = check_task(drone, "?s('wall')==True{mb(50)};mb(50);", needs)
+    assert not in_block.does_task and "a block" in in_block.wrong_first
+    arm = load_skill_set("python_arm")
+    assert check_task(arm, "move_to(object_x('cup'), object_y('cup'))\ntake('cup')\n",
+                      TaskNeeds(("take",), ("cup",), ("move_to",))).does_task
+
+
+def test_places_in_words_come_from_the_boxes():
+    from llm_planner.catalog.scene import place_words
+
+    task = parse_task_text("Scene: [cup_1 x:0.1 y:0.2 width:0.05 height:0.05, cup_2 x:0.9 y:0.8 width:0.3 "
+                           "height:0.3, tray x:0.5 y:0.5 width:0.1 height:0.1], Task: [A] Take the cup on the left.")
+    assert [place_words(o, task.objects) for o in task.objects] == [["left", "far", "small"], ["right", "near", "large"],
+                                                                    ["centre"]]

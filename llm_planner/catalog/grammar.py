@@ -29,8 +29,11 @@ Literals are bounded (names, strings, numbers), so a weak model cannot run on in
 from __future__ import annotations
 
 import ast
+import re
+from dataclasses import dataclass
 from functools import lru_cache
 
+from llm_planner.catalog.scene import parse_task_text
 from llm_planner.catalog.skills import Skill, SkillSet
 
 _COMMON = r'''
@@ -48,26 +51,30 @@ condition ::= comparison (("&" | "|") comparison)*
 comparison ::= value (("==" | "!=" | ">" | "<") value)?
 value ::= call | number | string | var | "True" | "False"
 num ::= number | var
-str ::= string | var
+str ::= string | var | call
 string ::= "'" [^'\n{};]{1,40} "'"
 var ::= "_" [1-9]
 '''
 
+# `lead` is the first run of statements: any plan may open with a block, an error follow-up's
+# (`_MINISPEC_ALERT_LEAD`, `_PYTHON_ALERT_LEAD`) opens with a plain action that the robot can run at once.
 _MINISPEC_PLAN = r'''
 root ::= lead tail{0,3}
-lead ::= (act ";"){1,16} | block ";"? (act ";"){0,15}
 tail ::= block ";"? (act ";"){0,15}
 body ::= act (";" act){0,7} ";"?
-block ::= [2-9] "{" body "}" | "?" condition "{" body "}"
+cbody ::= act_c (";" act_c){0,7} ";"?
+block ::= [2-9] "{" body "}" | "?" condition "{" cbody "}"
 condition ::= comparison (("&" | "|") comparison){0,2}
 comparison ::= call (("==" | "!=" | ">" | "<") value)?
 value ::= call | number | string | "True" | "False"
 num ::= number
-str ::= string
+str ::= string | query
 string ::= "'" [^'\n{};]{1,40} "'"
-obj ::= "'" word (" " word){0,2} "'"
-word ::= [^'"\n (){}\[\];,]{1,16}
+obj_c ::= qobj
+qobj_c ::= qobj
 '''
+_MINISPEC_LEAD = 'lead ::= (act ";"){1,16} | block ";"? (act ";"){0,15}\n'
+_MINISPEC_ALERT_LEAD = 'lead ::= (act ";"){1,16}\n'
 
 _PYTHON = r'''
 root ::= stmt+
@@ -85,7 +92,6 @@ name ::= [a-z_] [a-z0-9_]{0,15}
 # Python plans read one variable, `obj`, and only inside the loop that binds it: call rules
 # come in two scopes, top level (no variable) and a loop body (suffix `_l`, `obj` readable).
 _PYTHON_PLAN = r'''
-root ::= stmt{1,16}
 stmt ::= act "\n" | loop | "if " condition ":\n" body ("else:\n" body)?
 loop ::= "for obj in " list ":\n" lbody | "for i in range(" [2-9] "):\n" body
 body ::= ("    " act "\n"){1,8}
@@ -95,12 +101,24 @@ expr ::= call | number | string | "True" | "False"
 expr_l ::= call_l | number | string | "obj" | "True" | "False"
 list ::= "[" obj (", " obj){0,9} "]"
 string ::= "'" [^'\n]{1,40} "'" | "\"" [^"\n]{1,40} "\""
-obj ::= "'" word (" " word){0,2} "'"
 obj_l ::= obj | "obj"
+qobj_l ::= qobj | "obj"
+'''
+_PYTHON_LEAD = "root ::= stmt{1,16}\n"
+_PYTHON_ALERT_LEAD = 'root ::= act "\\n" stmt{0,15}\n'
+_LEADS = {("minispec", False): _MINISPEC_LEAD, ("minispec", True): _MINISPEC_ALERT_LEAD,
+          ("python", False): _PYTHON_LEAD, ("python", True): _PYTHON_ALERT_LEAD}
+# A MiniSpec conditional's body (scope `_c`) may act on what its condition searched for.
+_SCOPES = {("minispec", False): ("",), ("minispec", True): ("", "_c"), ("python", False): ("",),
+           ("python", True): ("", "_l")}
+
+# Objects a plan may name. Without a scene: any short quoted name (at most three words). With one
+# (`TaskScope`): an action names one of the scene's objects; a search or a query (`qobj`) may
+# also name a word group of the task, which the scene may not list yet.
+_ANY_OBJECT = r'''obj ::= "'" word (" " word){0,2} "'"
+qobj ::= obj
 word ::= [^'"\n (){}\[\];,]{1,16}
 '''
-_SCOPES = {("minispec", False): ("",), ("minispec", True): ("",), ("python", False): ("",),
-           ("python", True): ("", "_l")}
 
 # Argument rule per declared type, per syntax; the plan grammars take an object's name as a
 # short quoted name (at most three words; in a Python loop also `obj`), never a phrase or a call.
@@ -109,6 +127,11 @@ _ARG_RULES = {
     "python": {"int": "expr", "float": "expr", "str": "expr", "object": "expr", "expr": "expr"},
 }
 _PLAN_ARG_RULES = {syntax: {**rules, "object": "obj"} for syntax, rules in _ARG_RULES.items()}
+# Words that neither begin nor end a name the task gives to an object.
+_NOT_NAME_EDGES = frozenset("""a an the this that these those it its them your their his her to of in on at
+by for from with into onto over under and or but then if so as is are be was do does did could would should
+will please you there here now again some any all each every one not no
+what where which who how many much very just also first next after before until while than alert""".split())
 
 
 def _ebnf_string(text: str) -> str:
@@ -149,11 +172,20 @@ def _range_rule(arg) -> tuple[str, str]:
     return name, " | ".join(x for x in (below, f'"{arg.max}"') if x)
 
 
+def _arg_rule(skill: Skill, arg, syntax: str, plan: bool, scope: str) -> str:
+    if not plan:
+        return _ARG_RULES[syntax][arg.type] + scope
+    if arg.min is not None:
+        return _range_rule(arg)[0]
+    rule = _PLAN_ARG_RULES[syntax][arg.type]
+    if rule == "obj" and (skill.kind == "query" or skill.searches):
+        rule = "qobj"
+    return rule + (scope if rule in ("obj", "qobj", "expr") else "")
+
+
 def _call_alternative(skill: Skill, syntax: str, plan: bool, scope: str) -> str:
-    rules = (_PLAN_ARG_RULES if plan else _ARG_RULES)[syntax]
     separator = ' "," ' if syntax == "minispec" else ' ", " '
-    args = separator.join(_range_rule(a)[0] if plan and a.min is not None else rules[a.type] + scope
-                          for a in skill.args)
+    args = separator.join(_arg_rule(skill, a, syntax, plan, scope) for a in skill.args)
     if not skill.args:
         # MiniSpec lets a call without arguments drop its parentheses (`tp`); keep them.
         return _ebnf_string(f"{skill.abbr}()")
@@ -165,7 +197,8 @@ _GRAMMARS = {("minispec", False): _MINISPEC, ("minispec", True): _MINISPEC_PLAN,
 
 
 @lru_cache(maxsize=None)  # per loaded skill set (compared by identity) and kind of grammar
-def _grammar(skill_set: SkillSet, plan: bool) -> str:
+def _grammar(skill_set: SkillSet, plan: bool, alert: bool = False) -> str:
+    """The grammar's rules; a plan grammar's object rules (`obj`, `qobj`) are left to the caller."""
     syntax, skills = skill_set.syntax, skill_set.spec.skills
     if syntax not in _ARG_RULES:
         raise ValueError(f"no plan grammar for syntax {syntax!r}")
@@ -178,7 +211,11 @@ def _grammar(skill_set: SkillSet, plan: bool) -> str:
         if plan:  # a statement of its own calls an action; a query's value is only read
             acts = [_call_alternative(s, syntax, plan, scope) for s in skills if s.kind == "action"]
             rules.append(f"act{scope} ::= " + " | ".join(acts))
-    return (_GRAMMARS[syntax, plan] + _COMMON).strip() + "\n" + "\n".join(rules) + "\n"
+            queries = [_call_alternative(s, syntax, plan, scope) for s in skills if s.kind == "query"]
+            if syntax == "minispec" and not scope:  # a report may say a query's answer: l(p('...'))
+                rules.append("query ::= " + " | ".join(queries))
+    lead = _LEADS[syntax, alert] if plan else ""
+    return (lead + _GRAMMARS[syntax, plan] + _COMMON).strip() + "\n" + "\n".join(rules) + "\n"
 
 
 def syntax_grammar(skill_set: SkillSet) -> str:
@@ -186,12 +223,56 @@ def syntax_grammar(skill_set: SkillSet) -> str:
     return _grammar(skill_set, plan=False)
 
 
-def plan_grammar(skill_set: SkillSet) -> str:
-    """The plans constrained decoding admits (a subset of the syntax), as EBNF."""
-    return _grammar(skill_set, plan=True)
+@dataclass(frozen=True)
+class TaskScope:
+    """What one task lets a plan name and how its plan must open."""
+
+    objects: tuple[str, ...] = ()  # the scene's objects; none: any short name
+    task_words: tuple[str, ...] = ()  # word groups of the instruction a search or query may name
+    alert: bool = False  # an error follow-up: the plan opens with a plain action
+
+    @classmethod
+    def of_task(cls, task_text: str) -> TaskScope:
+        task = parse_task_text(task_text)
+        objects = tuple(dict.fromkeys(n for n in task.object_names if _quotable(n)))
+        return cls(objects, word_groups(task.instruction) if objects else (), task.error_follow_up)
 
 
-@lru_cache(maxsize=None)
+def _quotable(name: str) -> bool:
+    return 0 < len(name) <= 40 and not set(name) & set("'\"\\\n{};")
+
+
+def word_groups(instruction: str, longest: int = 3) -> tuple[str, ...]:
+    """The instruction's runs of one to `longest` words (lower case) that could name an object:
+    none crosses punctuation or begins or ends with a function word (or `alert`)."""
+    groups = []
+    for clause in re.split(r"[,.;:!?()\[\]]", instruction.lower()):
+        words = re.findall(r"[a-z][a-z0-9_-]*", clause)
+        for start in range(len(words)):
+            for end in range(start + 1, min(start + longest, len(words)) + 1):
+                run = words[start:end]
+                if run[0] in _NOT_NAME_EDGES or run[-1] in _NOT_NAME_EDGES or len(max(run, key=len)) > 16:
+                    continue
+                groups.append(" ".join(run))
+    return tuple(dict.fromkeys(groups))
+
+
+def _names_rule(rule: str, names: tuple[str, ...]) -> str:
+    return f"{rule} ::= " + " | ".join(_ebnf_string(f"'{n}'") for n in names) + "\n"
+
+
+@lru_cache(maxsize=1024)  # a live planner sees the same scenes again and again
+def plan_grammar(skill_set: SkillSet, scope: TaskScope = TaskScope()) -> str:
+    """The plans constrained decoding admits for a task (a subset of the syntax), as EBNF."""
+    grammar = _grammar(skill_set, plan=True, alert=scope.alert)
+    if not scope.objects:
+        return grammar + _ANY_OBJECT
+    extra = tuple(w for w in scope.task_words if w not in scope.objects)
+    return (grammar + _names_rule("obj", scope.objects)
+            + (_names_rule("qobj", extra).replace("::= ", "::= obj | ", 1) if extra else "qobj ::= obj\n"))
+
+
+@lru_cache(maxsize=256)
 def _compiled_for_check(grammar: str):
     import xgrammar as xgr
 
@@ -199,14 +280,14 @@ def _compiled_for_check(grammar: str):
     return xgr.GrammarCompiler(xgr.TokenizerInfo([])).compile_grammar(grammar)
 
 
-def check_plan(skill_set: SkillSet, plan: str, strict: bool = False) -> str | None:
+def check_plan(skill_set: SkillSet, plan: str, strict: bool = False, scope: TaskScope = TaskScope()) -> str | None:
     """None if `plan` is a complete sentence of the skill set's syntax (`strict`: of its plan
-    grammar), else the reason."""
+    grammar for a task of that `scope`), else the reason."""
     import xgrammar as xgr
 
     if not plan.strip():
         return "empty plan"
-    grammar = plan_grammar(skill_set) if strict else syntax_grammar(skill_set)
+    grammar = plan_grammar(skill_set, scope) if strict else syntax_grammar(skill_set)
     matcher = xgr.GrammarMatcher(_compiled_for_check(grammar), terminate_without_stop_token=True)
     if not matcher.accept_string(plan):
         return "not in the skill set's plan grammar" if strict else "not in the skill set's syntax"

@@ -70,14 +70,36 @@ def parse_task_text(text: str) -> TaskText:
     return TaskText(tuple(objects), " ".join(rest.split()), error)
 
 
+def place_words(obj: SceneObject, scene: tuple[SceneObject, ...]) -> list[str]:
+    """Where an object with a box is, in words: left / centre / right (x), far / near (y: the
+    image's top is far), and large / small against the scene's median box area."""
+    at = obj.attributes
+    words = []
+    if "x" in at:
+        words.append("left" if at["x"] < 1 / 3 else "right" if at["x"] > 2 / 3 else "centre")
+    if "y" in at and not 0.4 <= at["y"] <= 0.6:
+        words.append("far" if at["y"] < 0.4 else "near")
+    areas = sorted(o.attributes["width"] * o.attributes["height"] for o in scene
+                   if {"width", "height"} <= o.attributes.keys())
+    if len(areas) >= 2 and {"width", "height"} <= at.keys():
+        median, area = areas[len(areas) // 2], at["width"] * at["height"]
+        words += ["large"] if area >= 2 * median else ["small"] if area <= median / 2 else []
+    return words
+
+
 def render_task(text: str) -> str:
     """A task in the one form the model reads, whichever style it came in: the scene's objects
-    as quoted names (the form a plan writes them in), then the instruction. Few-shot examples
-    are rendered the same way, so the model copies names from the Objects line."""
+    as quoted names (the form a plan writes them in), each with its place in words where the
+    scene gives boxes, then the instruction. Few-shot examples are rendered the same way, so the
+    model copies names from the Objects line."""
     task = parse_task_text(text)
     lines = []
     if task.objects:
-        lines.append("Objects: " + ", ".join(f"'{name}'" for name in task.object_names))
+        def rendered(obj: SceneObject) -> str:
+            where = place_words(obj, task.objects)
+            return f"'{obj.name}'" + (f" ({', '.join(where)})" if where else "")
+
+        lines.append("Objects: " + ", ".join(rendered(o) for o in task.objects))
     # An error follow-up reads as an alert whichever style marked it (`[E]` or `ALERT:`): the
     # form the tuned model learned its follow-ups in.
     alert = "ALERT: " if task.error_follow_up and not _ALERT.match(task.instruction) else ""

@@ -61,6 +61,9 @@ class Skill(BaseModel):
     # query: only reads the world (a position, visibility, the time) and is useful only for
     # its value; a plan of queries alone does nothing for the robot.
     kind: Literal["action", "query"] = "action"
+    # searches for its object, which the scene may not list yet: the plan grammar lets it (and
+    # a conditional on it) name what the task names
+    searches: bool = False
 
     @field_validator("regex")
     @classmethod

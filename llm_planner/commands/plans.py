@@ -23,7 +23,7 @@ SIDE_BY_SIDE_ROWS = 20  # more tasks than this: the side-by-side table goes only
 _COLUMNS = [("tasks", "tasks", "{:d}"), ("valid_rate", "valid", "{:.0%}"), ("truncated_rate", "cut", "{:.0%}"),
             ("calls_mean", "calls", "{:.1f}"), ("repeated_statement_fraction", "repeats", "{:.0%}"),
             ("tokens_mean", "tokens", "{:.1f}"), ("spearman_tokens_steps", "ρ tok/steps", "{:.2f}"),
-            ("task_rate", "does task", "{:.0%}")]
+            ("task_rate", "does task", "{:.0%}"), ("first_action_rate", "alerts act first", "{:.0%}")]
 
 
 def add_parser(sub) -> None:
@@ -39,6 +39,9 @@ def add_parser(sub) -> None:
     p.add_argument("--model", help="local HF model folder for --engine vllm (default: the config's vllm.model)")
     p.add_argument("--unconstrained", action="store_true",
                    help="--engine vllm without the plan grammar and repeat guard (to see what they do)")
+    p.add_argument("--skill-set-grammar", action="store_true",
+                   help="--engine vllm with the skill set's plan grammar instead of each task's own (vllm.task_grammar "
+                        "off: any object name, any opening statement)")
     p.add_argument("--split", help="only tasks of this split (e.g. tune, heldout)")
     p.add_argument("--limit", type=int, help="only the first N tasks")
     p.add_argument("--recheck", action="store_true",
@@ -63,8 +66,9 @@ def cmd_plans(args: argparse.Namespace) -> int:
     if not tasks:
         raise ValueError(f"{args.tasks}: no tasks{f' of split {args.split!r}' if args.split else ''}")
     engine_name = args.engine or config.engine
-    if engine_name == "vllm" and args.unconstrained:
-        config = config.model_copy(update={"vllm": config.vllm.model_copy(update={"constrained": False})})
+    if engine_name == "vllm" and (args.unconstrained or args.skill_set_grammar):
+        update = {"constrained": False} if args.unconstrained else {"task_grammar": False}
+        config = config.model_copy(update={"vllm": config.vllm.model_copy(update=update)})
     if args.against and engine_name != "vllm":
         raise ValueError("--against compares two models' plans: it needs --engine vllm")
     runs, max_tokens = generate_on_engine(config, engine_name, args.model, tasks)
@@ -72,6 +76,7 @@ def cmd_plans(args: argparse.Namespace) -> int:
     result = {"engine": engine_name, "model": model if engine_name == "vllm" else None,
               "max_tokens": max_tokens if engine_name == "vllm" else None,
               "constrained": engine_name == "vllm" and config.vllm.constrained,
+              "task_grammar": engine_name == "vllm" and config.vllm.constrained and config.vllm.task_grammar,
               "task_file": str(args.tasks), **report(runs)}
     if args.against:
         other, _ = generate_on_engine(config, engine_name, args.against, tasks)
@@ -128,13 +133,13 @@ def generate_on_engine(config, engine_name: str, model: str | None, tasks: list[
     else:
         engine, max_tokens = make_sim_engine(config, VirtualClock()), 100_000
     try:
-        return _generate_with_progress(engine, tasks, skill_sets, max_tokens), max_tokens
+        return _generate_with_progress(engine, tasks, skill_sets, max_tokens, config.vllm.task_grammar), max_tokens
     finally:
         engine.close()
 
 
 def _generate_with_progress(engine, tasks: list[PlanTask], skill_sets: dict[str, SkillSet],
-                            max_tokens: int) -> list[PlanRun]:
+                            max_tokens: int, task_grammar: bool) -> list[PlanRun]:
     console = Console(stderr=True)
     with Progress(TextColumn("[bold]plans"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as progress:
@@ -147,7 +152,7 @@ def _generate_with_progress(engine, tasks: list[PlanTask], skill_sets: dict[str,
             if not console.is_terminal and len(done) % max(1, len(tasks) // 10) == 0:
                 console.print(f"plans: {len(done)}/{len(tasks)}")  # a log has no live bar
 
-        return generate_plans(engine, tasks, skill_sets, max_tokens, on_plan=on_plan)
+        return generate_plans(engine, tasks, skill_sets, max_tokens, on_plan=on_plan, task_grammar=task_grammar)
 
 
 def _skill_sets(config, robot_types: set[str]) -> dict[str, SkillSet]:
@@ -184,7 +189,8 @@ def summary_table(result: dict, title: str) -> Table:
     table = Table(title=title, caption="valid: parses, calls an action, ends before the token limit, reads no unset "
                   "variable, names only scene/task objects; repeats: statements equal to an earlier one; ρ: Spearman "
                   "of plan tokens vs the task's counted steps; does task: calls every required skill and names "
-                  "every required object (tasks that list them)")
+                  "every required object (tasks that list them); alerts act first: error follow-ups whose plan opens with a "
+                  "plain call of a skill the task lists as safe first")
     table.add_column("tasks of")
     for _, header, _ in _COLUMNS:
         table.add_column(header, justify="right")

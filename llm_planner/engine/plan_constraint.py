@@ -21,6 +21,7 @@ already generated; without "syntax" there is no repeat guard.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from pathlib import Path
 
 import torch
@@ -30,6 +31,7 @@ from vllm.v1.sample.logits_processor import AdapterLogitsProcessor
 from llm_planner.catalog.statements import RepeatGuard
 
 EXTRA_ARG = "llm_planner_plan_grammar"
+COMPILED_GRAMMARS_KEPT = 256
 
 
 def stop_token_ids(model_dir: str | Path, tokenizer) -> list[int]:
@@ -109,7 +111,8 @@ class PlanGrammarLogitsProcessor(AdapterLogitsProcessor):
         self._token_texts: dict[int, str] = {}
         info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=self.vocab_size, stop_token_ids=self.stop_ids)
         self.compiler = xgr.GrammarCompiler(info)
-        self._compiled: dict[str, xgr.CompiledGrammar] = {}
+        # Grammars are per task (its scene's objects): bounded, the most recently used kept.
+        self._compiled: OrderedDict[str, xgr.CompiledGrammar] = OrderedDict()
 
     def is_argmax_invariant(self) -> bool:
         return False
@@ -118,13 +121,19 @@ class PlanGrammarLogitsProcessor(AdapterLogitsProcessor):
         spec = (params.extra_args or {}).get(EXTRA_ARG)
         if not spec:
             return None
-        grammar = spec["grammar"]
-        compiled = self._compiled.get(grammar)
-        if compiled is None:
-            compiled = self._compiled[grammar] = self.compiler.compile_grammar(grammar)
+        compiled = self._compile(spec["grammar"])
         guard = RepeatGuard(spec["syntax"]) if spec.get("syntax") else None
         return _RequestConstraint(xgr.GrammarMatcher(compiled), int(spec.get("plan_start", 0)), self.vocab_size,
                                   guard, self._token_text, self.stop_ids)
+
+    def _compile(self, grammar: str) -> xgr.CompiledGrammar:
+        compiled = self._compiled.pop(grammar, None)
+        if compiled is None:
+            compiled = self.compiler.compile_grammar(grammar)  # a few ms once the skill set's was compiled
+        self._compiled[grammar] = compiled
+        while len(self._compiled) > COMPILED_GRAMMARS_KEPT:
+            self._compiled.popitem(last=False)
+        return compiled
 
     def _token_text(self, token: int) -> str:
         """A token's text on its own (a character split across tokens reads as U+FFFD; the

@@ -42,13 +42,13 @@ class PlanRun:
                 "repeated_statements": self.check.repeated_statements, "truncated": self.check.truncated,
                 "valid": self.check.valid, "problems": self.check.problems,
                 "required_skills": list(self.task.needs.skills), "required_objects": list(self.task.needs.objects),
+                "first_skills": list(self.task.needs.first),
                 "does_task": None if self.task_check is None else self.task_check.does_task,
-                "missing": None if self.task_check is None else
-                self.task_check.missing_skills + self.task_check.missing_objects}
+                "missing": None if self.task_check is None else self.task_check.missing}
 
 
 def generate_plans(engine: Engine, tasks: list[PlanTask], skill_sets: dict[str, SkillSet], max_tokens: int,
-                   on_plan: Callable[[PlanRun], None] | None = None) -> list[PlanRun]:
+                   on_plan: Callable[[PlanRun], None] | None = None, task_grammar: bool = True) -> list[PlanRun]:
     """Generate every task's plan, all sharing the engine's batch, to its end.
     `skill_sets`: robot type -> skill set."""
     if engine.needs_recorded_plan:
@@ -72,7 +72,7 @@ def generate_plans(engine: Engine, tasks: list[PlanTask], skill_sets: dict[str, 
     for gen_id, task in by_id.items():
         skill_set = skill_sets[task.robot_type]
         engine.add(plan_request(gen_id, skill_set, task.task_input, task.recorded_plan, max_tokens,
-                                skill_set.name in tuned))
+                                skill_set.name in tuned, task_grammar))
     runs: dict[str, PlanRun] = {}
     while engine.running:
         for out in engine.step().outputs:
@@ -101,7 +101,8 @@ def recheck(plans: list[dict], skill_sets: dict[str, SkillSet]) -> list[PlanRun]
     changed, without generating them again."""
     runs = []
     for item in plans:
-        needs = parse_needs(item.get("required_skills"), item.get("required_objects"), item["id"])
+        needs = parse_needs(item.get("required_skills"), item.get("required_objects"), item["id"],
+                            item.get("first_skills"))
         task = PlanTask(item["id"], item["robot_type"], item["task_input"], split=item.get("split", ""),
                         kind=item.get("kind", ""), steps=item.get("steps"), needs=needs)
         skill_set = skill_sets[task.robot_type]
@@ -123,6 +124,7 @@ def summarize(runs: list[PlanRun]) -> dict:
     counted = [r for r in runs if r.task.steps is not None]
     problems = Counter(p.split(":")[0] for r in runs for p in r.check.problems)
     judged = [r.task_check for r in runs if r.task_check is not None]
+    openings = [c for c in judged if c.judged_first]
     return {
         "tasks": n,
         "valid_rate": sum(r.check.valid for r in runs) / n,
@@ -135,6 +137,9 @@ def summarize(runs: list[PlanRun]) -> dict:
         # plans that call every required skill and name every required object, of the tasks that list them
         "task_rate": sum(c.does_task for c in judged) / len(judged) if judged else None,
         "task_judged": len(judged),
+        # error follow-ups whose plan opens with a plain call of one of the task's first skills
+        "first_action_rate": sum(not c.wrong_first for c in openings) / len(openings) if openings else None,
+        "first_judged": len(openings),
         "problems": dict(problems.most_common()),
     }
 

@@ -2,7 +2,7 @@
 a trace set (LRTrace's or the TimelyLLM artifact's), the artifact's workload JSON (its jobs
 carry their task text), or JSON Lines of `{"robot_type", "robot_system", "task_input"}`
 objects (the artifact's field names; `id`, `split`, `kind`, `steps`, `task_plan`, and what a plan
-that does the task must hold, `required_skills` and `required_objects`, optional).
+that does the task must hold, `required_skills`, `required_objects` and, for an error follow-up, `first_skills`, optional).
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def _jsonl_tasks(path: Path) -> list[PlanTask]:
             raise FormatError(f"{where}: 'steps' must be a whole number >= 0")
         plan = item.get("task_plan")
         try:
-            needs = parse_needs(item.get("required_skills"), item.get("required_objects"), where)
+            needs = parse_needs(item.get("required_skills"), item.get("required_objects"), where,
+                                item.get("first_skills"))
         except ValueError as exc:
             raise FormatError(str(exc)) from None
         tasks.append(PlanTask(

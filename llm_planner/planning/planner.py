@@ -208,7 +208,8 @@ class Planner:
     def _generation_request(self, request: TaskRequest) -> GenerationRequest:
         skill_set, _ = self._types[request.robot_type]
         return plan_request(request.task_id, skill_set, request.instruction, request.recorded_plan,
-                            tuned=skill_set.name in self.engine.tuned_skill_sets)
+                            tuned=skill_set.name in self.engine.tuned_skill_sets,
+                            task_grammar=self.config.vllm.task_grammar)
 
     def warm_up(self) -> None:
         """Have every engine cache every configured skill set's shared prompt before tasks come."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from functools import lru_cache
 
-from llm_planner.catalog.grammar import plan_grammar
+from llm_planner.catalog.grammar import TaskScope, plan_grammar
 from llm_planner.catalog.scene import render_task
 from llm_planner.catalog.skills import SkillSet
 from llm_planner.engine.base import GenerationRequest
@@ -35,6 +35,10 @@ def user_turn(task_text: str) -> str:
 
 
 def plan_request(gen_id: str, skill_set: SkillSet, task_text: str, recorded_plan: str | None = None,
-                 max_tokens: int = 512, tuned: bool = False) -> GenerationRequest:
-    return dataclasses.replace(shared_request(skill_set, tuned), gen_id=gen_id, prompt=user_turn(task_text),
-                               forced_output=recorded_plan, max_tokens=max_tokens)
+                 max_tokens: int = 512, tuned: bool = False, task_grammar: bool = True) -> GenerationRequest:
+    """`task_grammar`: the plan grammar of this task (its scene's objects; an error follow-up
+    opens with a plain action) rather than the skill set's."""
+    request = shared_request(skill_set, tuned)
+    grammar = plan_grammar(skill_set, TaskScope.of_task(task_text)) if task_grammar else request.grammar
+    return dataclasses.replace(request, gen_id=gen_id, prompt=user_turn(task_text), forced_output=recorded_plan,
+                               max_tokens=max_tokens, grammar=grammar)

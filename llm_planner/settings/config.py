@@ -116,6 +116,9 @@ class VllmConfig(_Strict):
     engine_profile: str = Field(default="auto", description="timing predictions: auto (this model, dtype and "
                                                             "CPU class) or a profile's name")
     constrained: bool = Field(default=True, description="decode only plans in the skill set's grammar")
+    task_grammar: bool = Field(default=True, description="with constrained: each task's own plan grammar, in which "
+                               "an action names only the scene's objects (a search also what the task names) and "
+                               "an error follow-up opens with a plain action")
     max_plan_tokens: int = Field(default=96, gt=0, description="a plan's token limit")
     calibrate: bool = Field(default=True, description="correct the profile's step predictions by the iterations "
                                                       "the engine runs (engine/calibration.py)")
