@@ -37,18 +37,23 @@ def text_of(name: str) -> str | None:
         return None
 
 
-def offending_lines(text: str) -> list[tuple[int, str]]:
+# Task files hold instructions in the voices of operators and robots ("...but I encountered a
+# failure"): first person there is the data, not the project speaking of itself.
+TASK_TEXTS = re.compile(r"^config/(?:tuning|evaluation|corpus)/[^/]+\.jsonl$")
+
+
+def offending_lines(text: str, first_person: bool = True) -> list[tuple[int, str]]:
     return [(number, line.strip()) for number, line in enumerate(text.splitlines(), 1)
-            if HISTORY.search(line) or any(pattern.search(line) for pattern in FIRST_PERSON)]
+            if HISTORY.search(line) or (first_person and any(pattern.search(line) for pattern in FIRST_PERSON))]
 
 
-def tracked_lines_where(lines_of: Callable[[str], list[tuple[int, str]]]) -> list[str]:
-    """`file:line: text` of every tracked text file's lines that `lines_of` picks from its text."""
+def tracked_lines_where(lines_of: Callable[[str, str], list[tuple[int, str]]]) -> list[str]:
+    """`file:line: text` of every tracked text file's lines that `lines_of` picks from its name and text."""
     found = []
     for name in tracked_files():
         text = text_of(name)
         if text is not None:
-            found += [f"{name}:{number}: {line[:120]}" for number, line in lines_of(text)]
+            found += [f"{name}:{number}: {line[:120]}" for number, line in lines_of(name, text)]
     return found
 
 
@@ -61,11 +66,11 @@ def test_no_tracked_name_is_a_round_of_work_or_a_tracker_number():
 
 
 def test_no_tracked_line_speaks_of_rounds_of_work_tracker_numbers_or_in_the_first_person():
-    assert tracked_lines_where(offending_lines) == []
+    assert tracked_lines_where(lambda name, text: offending_lines(text, not TASK_TEXTS.match(name))) == []
 
 
 def test_no_tracked_line_cites_notes_outside_the_repository():
-    assert tracked_lines_where(outside_notes_lines) == []
+    assert tracked_lines_where(lambda name, text: outside_notes_lines(text)) == []
 
 
 def phrase(*words: str) -> str:
