@@ -39,7 +39,7 @@ def text_of(name: str) -> str | None:
 
 # Task files hold instructions in the voices of operators and robots ("...but I encountered a
 # failure"): first person there is the data, not the project speaking of itself.
-TASK_TEXTS = re.compile(r"^config/(?:tuning|evaluation|corpus)/[^/]+\.jsonl$")
+TASK_TEXTS = re.compile(r"^config/(?:(?:tuning|evaluation|corpus)/[^/]+\.jsonl|traces/[^/]+\.yaml)$")
 
 
 def offending_lines(text: str, first_person: bool = True) -> list[tuple[int, str]]:

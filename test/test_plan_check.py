@@ -119,7 +119,7 @@ def test_the_repeat_guard_ends_runs_and_overused_statements():
 
 def test_task_files_of_every_kind(tmp_path):
     traces = load_plan_tasks(data_path("config", "traces", "timely_tasks.yaml"))
-    assert len(traces) == 11 and all(t.recorded_plan for t in traces)
+    assert len(traces) == 14 and all(t.recorded_plan for t in traces)
     lines = tmp_path / "tasks.jsonl"
     lines.write_text(json.dumps({"robot_type": "robot arm", "robot_system": "fltrnn python", "task_input": ARTIFACT})
                      + "\n\n" + json.dumps({"robot_type": "drone", "robot_system": "tello", "task_input": "Fly up."})
@@ -150,9 +150,9 @@ def test_the_benchmark_on_recorded_plans(tokenizer):
     engine = SimEngine(load_engine_profile(config.engine_profile), tokenizer, VirtualClock())
     runs = generate_plans(engine, tasks, skill_sets, max_tokens=100_000)
     result = report(runs)
-    assert result["tasks"] == 11 and result["valid_rate"] == 1.0 and result["truncated_rate"] == 0.0
+    assert result["tasks"] == 14 and result["valid_rate"] == 1.0 and result["truncated_rate"] == 0.0
     assert [r.text for r in runs] == [t.recorded_plan for t in tasks]
-    assert result["calls_mean"] == sum(len(r.check.calls) for r in runs) / 11
+    assert result["calls_mean"] == sum(len(r.check.calls) for r in runs) / 14
     assert set(result["robot_type"]) == {"tello", "indy7", "fltrnn_arm"}
     assert result["plans"][0]["skill_calls"] == ["s('bottle')", "g('bottle')", "tp()", "l('bottle photographed')"]
     for run in runs:  # tokens per segment, as the segmenter cut the token stream
@@ -278,5 +278,5 @@ def test_places_in_words_come_from_the_boxes():
 
     task = parse_task_text("Scene: [cup_1 x:0.1 y:0.2 width:0.05 height:0.05, cup_2 x:0.9 y:0.8 width:0.3 "
                            "height:0.3, tray x:0.5 y:0.5 width:0.1 height:0.1], Task: [A] Take the cup on the left.")
-    assert [place_words(o, task.objects) for o in task.objects] == [["left", "far", "small"], ["right", "near", "large"],
-                                                                    ["centre"]]
+    places = [place_words(o, task.objects) for o in task.objects]
+    assert places == [["left", "far", "small"], ["right", "near", "large"], ["centre"]]

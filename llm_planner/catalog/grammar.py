@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from llm_planner.catalog.scene import parse_task_text
-from llm_planner.catalog.skills import Skill, SkillSet
+from llm_planner.catalog.skills import Skill, SkillSet, expand_regex
 
 _COMMON = r'''
 int ::= [0-9] | [1-9] [0-9]{1,4}
@@ -68,7 +68,7 @@ condition ::= comparison (("&" | "|") comparison){0,2}
 comparison ::= call (("==" | "!=" | ">" | "<") value)?
 value ::= call | number | string | "True" | "False"
 num ::= number
-str ::= string | query
+str ::= string
 string ::= "'" [^'\n{};]{1,40} "'"
 obj_c ::= qobj
 qobj_c ::= qobj
@@ -180,6 +180,8 @@ def _arg_rule(skill: Skill, arg, syntax: str, plan: bool, scope: str) -> str:
     rule = _PLAN_ARG_RULES[syntax][arg.type]
     if rule == "obj" and (skill.kind == "query" or skill.searches):
         rule = "qobj"
+    if rule == "str" and syntax == "minispec" and skill.kind == "action":
+        rule = f"said_{skill.abbr}"  # text, or a query's answer where the skill reads one
     return rule + (scope if rule in ("obj", "qobj", "expr") else "")
 
 
@@ -211,11 +213,21 @@ def _grammar(skill_set: SkillSet, plan: bool, alert: bool = False) -> str:
         if plan:  # a statement of its own calls an action; a query's value is only read
             acts = [_call_alternative(s, syntax, plan, scope) for s in skills if s.kind == "action"]
             rules.append(f"act{scope} ::= " + " | ".join(acts))
-            queries = [_call_alternative(s, syntax, plan, scope) for s in skills if s.kind == "query"]
-            if syntax == "minispec" and not scope:  # a report may say a query's answer: l(p('...'))
-                rules.append("query ::= " + " | ".join(queries))
+    if plan and syntax == "minispec":
+        rules += [_said_rule(skill_set, s) for s in skills if s.kind == "action" and
+                  any(a.type == "str" for a in s.args)]
     lead = _LEADS[syntax, alert] if plan else ""
     return (lead + _GRAMMARS[syntax, plan] + _COMMON).strip() + "\n" + "\n".join(rules) + "\n"
+
+
+def _said_rule(skill_set: SkillSet, skill: Skill) -> str:
+    """What an action's text argument may be: a string, or the answer of a query whose call its
+    regex reads (`l(p('how many cups?'))` where the skill set's `l` accepts it)."""
+    pattern = re.compile(expand_regex(skill.regex))
+    said = [q for q in skill_set.spec.skills if q.kind == "query" and len(q.args) == 1
+            and pattern.fullmatch(f"{skill.abbr}({q.abbr}('x'))")]
+    answers = [_call_alternative(q, "minispec", True, "") for q in said]
+    return f"said_{skill.abbr} ::= " + " | ".join(["string", *answers])
 
 
 def syntax_grammar(skill_set: SkillSet) -> str:

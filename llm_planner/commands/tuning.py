@@ -10,7 +10,6 @@ from pathlib import Path
 from llm_planner.settings.paths import data_path
 
 CORPUS = data_path("config", "tuning", "corpus.jsonl")
-EXAMPLES = data_path("config", "tuning", "examples.jsonl")
 
 
 def add_parser(sub) -> None:
@@ -38,12 +37,10 @@ def add_parser(sub) -> None:
 def cmd_corpus(args: argparse.Namespace) -> int:
     from collections import Counter
 
-    from llm_planner.tuning.corpus import build_corpus, examples, write_corpus
+    from llm_planner.tuning.corpus import build_corpus, write_corpus
 
     rows = build_corpus(args.per_template, args.seed)
     write_corpus(rows, args.output)
-    if Path(args.output) == CORPUS:
-        write_corpus(examples(rows), EXAMPLES)
     counts = Counter((r.skill_set, r.split) for r in rows)
     print(f"wrote {args.output}: {len(rows)} tasks; " + ", ".join(f"{s} {split} {n}" for (s, split), n in
                                                                     sorted(counts.items())))

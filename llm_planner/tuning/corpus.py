@@ -21,11 +21,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from llm_planner.catalog.grammar import TaskScope, check_plan
 from llm_planner.catalog.skills import SkillSet, load_skill_set
 from llm_planner.catalog.tokenizer import load_tokenizer
 from llm_planner.planning.plan_check import check_generated_plan
+from llm_planner.planning.replan import Failure, follow_up_text
 from llm_planner.planning.task_check import TaskNeeds, check_task
 from llm_planner.settings.config import VllmConfig
+from llm_planner.tuning import lexicon
 
 SKILL_SETS = {"minispec_drone": "tello", "minispec_arm": "indy7", "python_arm": "fltrnn_arm"}  # -> robot type
 # A task whose plan is longer than the planner's default `vllm.max_plan_tokens` is not written:
@@ -66,12 +69,20 @@ def _minispec(skill_set: SkillSet, actions: list) -> list[str]:
             out.append(f"{'tc' if a[1] == 'cw' else 'tu'}({a[2]})")
         elif kind == "goto":
             out.append(f"g({_q(a[1])})")
+        elif kind == "scan":
+            out.append(f"s({_q(a[1])})")
         elif kind == "photo":
             out.append("tp()")
         elif kind == "wait":
             out.append(f"d({a[1]})")
         elif kind == "say":
             out.append(f"l('{a[1]}')")
+        elif kind == "ask":
+            out.append(f"l(p('{a[1]}'))")
+        elif kind == "pause":  # wait until the workspace is clear
+            out.append("d(3)")
+        elif kind == "if_seen_say":
+            out.append(f"?iv('{a[1]}')==True{{l('{a[2]}')}}")
         elif kind == "pick":
             out += [f"g({_q(a[1])})", f"pk({_q(a[1])})"]
         elif kind == "place":
@@ -102,6 +113,10 @@ def _python(actions: list, indent: str = "") -> list[str]:
                     f"{indent}{'take' if kind == 'pick' else 'drop'}({target})"]
         elif kind == "say":
             out.append(f"{indent}say('{a[1]}')")
+        elif kind == "if_seen_say":
+            out += [f"{indent}if object_x('{a[1]}') > 0:", f"{indent}    say('{a[2]}')"]
+        elif kind == "pause":  # the Python arm cannot wait: it says why it stops
+            out.append(f"{indent}say('paused: someone is in the workspace')")
         elif kind == "repeat":
             out += [f"{indent}for i in range({a[1]}):"] + _python(a[2], indent + "    ")
         elif kind == "if_holding":
@@ -139,15 +154,17 @@ def needed_skills(skill_set: SkillSet, actions: list) -> list[str]:
             add("g")
         elif kind == "photo":
             add("tp")
-        elif kind == "wait":
+        elif kind == "wait" or (kind == "pause" and not python):
             add("d")
-        elif kind == "say":
+        elif kind == "pause":
+            add("say")
+        elif kind in ("say", "ask", "if_seen_say"):
             add("say" if python else "l")
         elif kind == "pick":
             add("take" if python else "pk")
         elif kind == "place":
             add("drop" if python else "dr")
-        elif kind == "if_found":
+        elif kind in ("if_found", "scan"):
             add("s")
         elif kind == "if_holding":
             add("is_holding")
@@ -162,7 +179,7 @@ def named_objects(actions: list) -> list[str]:
     out: list[str] = []
     for a in actions:
         for part in a[1:]:
-            if isinstance(part, str) and a[0] in ("goto", "pick", "place", "if_found") and part != VAR:
+            if isinstance(part, str) and a[0] in ("goto", "pick", "place", "if_found", "scan") and part != VAR:
                 if part not in out:
                     out.append(part)
             elif isinstance(part, list):
@@ -189,27 +206,8 @@ class Template:
 DRONE, ARMS, MINI_ARM, PY_ARM = ("minispec_drone",), ("minispec_arm", "python_arm"), ("minispec_arm",), ("python_arm",)
 
 
-def _distance(rng: random.Random) -> tuple[str, int]:
-    """A distance as a person says it, and in cm."""
-    cm = rng.choice([20, 30, 40, 50, 60, 80, 100, 120, 150, 200, 250, 300])
-    words = [f"{cm} cm", f"{cm} centimeters"]
-    if cm % 100 == 0:
-        words += [f"{cm // 100} m", f"{cm // 100} meter{'s' if cm > 100 else ''}"]
-    if cm == 50:
-        words.append("half a meter")
-    if cm in (150, 250):
-        words.append(f"{cm / 100:g} meters")
-    return rng.choice(words), cm
-
-
-def _angle(rng: random.Random) -> tuple[str, int]:
-    deg = rng.choice([30, 45, 60, 90, 120, 180, 270])
-    words = [f"{deg} degrees"]
-    if deg == 90:
-        words += ["a quarter turn", "90°"]
-    if deg == 180:
-        words.append("half a turn")
-    return rng.choice(words), deg
+_distance = lexicon.distance
+_angle = lexicon.angle
 
 
 def _seconds(rng: random.Random) -> tuple[str, int]:
@@ -228,16 +226,17 @@ _DIRS = {"forward": ["forward", "ahead"], "back": ["backward", "back"], "left": 
 
 def _drone_step(rng: random.Random, scene: list[str]) -> tuple[str, list]:
     """One simple drone action as a phrase, for multi-step tasks."""
-    choice = rng.randrange(6)
+    choice = rng.randrange(7)
     if choice == 0:
         direction = rng.choice(list(_DIRS))
-        words, cm = _distance(rng)
-        verb = {"up": "rise", "down": "descend"}.get(direction, "fly " + rng.choice(_DIRS[direction]))
-        return f"{verb} {words}", [("move", direction, cm)]
+        phrase, cm = lexicon.move_phrase(rng, direction)
+        return phrase, [("move", direction, cm)]
     if choice == 1:
-        side = rng.choice(["left", "right"])
-        words, deg = _angle(rng)
-        return f"turn {side} {words}", [("turn", "ccw" if side == "left" else "cw", deg)]
+        side = rng.choice(["cw", "ccw"])
+        phrase, deg = lexicon.turn_phrase(rng, side)
+        return phrase, [("turn", side, deg)]
+    if choice == 6:
+        return rng.choice(lexicon.TURN_AROUND), [("turn", "cw", 180, "any")]
     if choice == 2:
         return rng.choice(["take a picture", "take a photo", "snap a photo"]), [("photo",)]
     if choice == 3:
@@ -273,14 +272,14 @@ def _actions(steps: list[tuple[str, list]]) -> list:
 
 def _move(rng, scene, absent):
     direction = rng.choice(list(_DIRS))
-    words, cm = _distance(rng)
-    return {"dir": rng.choice(_DIRS[direction]), "dist": words}, [("move", direction, cm)]
+    phrase, cm = lexicon.move_phrase(rng, direction)
+    return {"phrase": phrase}, [("move", direction, cm)]
 
 
 def _turn(rng, scene, absent):
-    side = rng.choice(["left", "right"])
-    words, deg = _angle(rng)
-    return {"side": side, "angle": words}, [("turn", "ccw" if side == "left" else "cw", deg)]
+    side = rng.choice(["cw", "ccw"])
+    phrase, deg = lexicon.turn_phrase(rng, side)
+    return {"phrase": phrase}, [("turn", side, deg)]
 
 
 def _photo_of(rng, scene, absent):
@@ -356,7 +355,7 @@ def _blocked(rng, scene, absent):
 
 def _lost(rng, scene, absent):
     obj = rng.choice(scene)
-    return {"o": obj}, [("if_found", obj, [("goto", obj), ("photo",)])]
+    return {"o": obj}, [("scan", obj), ("goto", obj), ("photo",)]
 
 
 def _blurred(rng, scene, absent):
@@ -504,21 +503,238 @@ def _after_failure_arm(rng, scene, absent):
     return {"steps": steps, "failure": rng.choice(_FAILURES_ARM).format(call=failed)}, _actions(steps)
 
 
+# --------------------------------------------------------------------------- broader tasks
+def _turn_around_goto(rng, scene, absent):
+    obj = rng.choice(scene)
+    return {"around": rng.choice(lexicon.TURN_AROUND), "o": obj}, [("turn", "cw", 180, "any"), ("goto", obj)]
+
+
+def _behind_photo(rng, scene, absent):
+    return {"around": rng.choice(lexicon.TURN_AROUND)}, [("turn", "cw", 180, "any"), ("photo",)]
+
+
+_QUESTIONS = ["how many {o}s are there?", "is the {o} moving?", "what colour is the {o}?", "is anyone near the {o}?",
+              "is the {o} open?", "what is on the {o}?", "how far away is the {o}?", "is the {o} damaged?"]
+
+
+def _question_drone(rng, scene, absent):
+    obj = rng.choice(scene)
+    question = rng.choice([q for q in (q.format(o=obj) for q in _QUESTIONS) if len(q) <= 40])
+    return {"q": question[0].upper() + question[1:]}, [("ask", question)]
+
+
+def _question_arm(rng, scene, absent):
+    obj = rng.choice(absent + [s for s in scene if s not in ARM_PLACES])
+    return {"o": obj}, [("if_seen_say", obj, f"the {obj} is here")]
+
+
+_IMPOSSIBLE = ["open the window", "make a cup of coffee", "charge your own battery", "call the owner", "sing a song",
+               "unlock the front door", "water the plants", "switch the lights off", "play some music",
+               "order a pizza", "fold the laundry", "close the curtains"]
+
+
+def _impossible(rng, scene, absent):
+    job = rng.choice(_IMPOSSIBLE)
+    return {"job": job}, [("say", f"cannot {job}")]
+
+
+# Where a hazard is, in words, and which way moves the robot away from it.
+_HAZARD_PLACES = {"ahead": ["{d} ahead", "right in front of you", "in your path", "{d} in front of you"],
+                  "behind": ["behind you", "coming up behind you", "{d} behind you"],
+                  "left": ["on your left", "to your left", "{d} to your left"],
+                  "right": ["on your right", "to your right", "{d} to your right"],
+                  "above": ["above you", "overhead", "{d} above you"],
+                  "below": ["below you", "right under you", "{d} below you"],
+                  "ahead ": ["approaching you", "flying at you", "coming straight at you", "heading toward you"]}
+_AWAY = {"ahead": "back", "ahead ": "back", "behind": "forward", "left": "right", "right": "left", "above": "down",
+         "below": "up"}
+_DRONE_HAZARDS = ["a wall", "a person", "another drone", "a bird", "a tree branch", "a ceiling fan", "a pole",
+                  "a thrown ball", "a dog", "a glass door", "a hanging cable", "a lamp", "a curtain", "a child"]
+_DRONE_PLANS = ["mf(100);tp();", "g('{o}');tp();", "mf(50);mf(50);", "tc(90);mf(80);", "mu(50);g('{o}');",
+                "g('{o}');d(2);", "mf(150);l('arrived');"]
+_REPLY_DRONE = ["", "Get clear of it.", "Move away from it and hover.", "Avoid it.", "Get out of the way, then wait.",
+                "Keep a safe distance.", "Evade it and report.", "Stay safe."]
+
+
+def _hazard(rng) -> tuple[str, str]:
+    """(the hazard and where it is, in words; the direction that moves away from it)"""
+    where = rng.choice(list(_HAZARD_PLACES))
+    place = rng.choice(_HAZARD_PLACES[where]).format(d=f"{rng.choice([20, 25, 30, 40, 50])} cm")
+    return f"{rng.choice(_DRONE_HAZARDS)} is {place}", _AWAY[where]
+
+
+def _escape_then(rng, away: str, reply: str) -> list:
+    actions = [("move", away, rng.choice([50, 60, 80, 100]))]
+    if "hover" in reply or "wait" in reply:
+        actions.append(("wait", rng.choice([1, 2, 3])))
+    elif "report" in reply:
+        actions.append(("say", "clear of the hazard"))
+    return actions
+
+
+def _hazard_alert(rng, scene, absent):
+    hazard, away = _hazard(rng)
+    reply = rng.choice(_REPLY_DRONE)
+    return {"reply": reply, "hazard": hazard[0].upper() + hazard[1:]}, _escape_then(rng, away, reply)
+
+
+def _hazard_artifact(rng, scene, absent):
+    hazard, away = _hazard(rng)
+    plan = rng.choice(_DRONE_PLANS).format(o=rng.choice(scene))
+    done = plan.split(";")[0] + ";"
+    reply = rng.choice(["", "", "Please fix it.", "Give me a new plan.", "Recover safely."])
+    return {"plan": plan, "hazard": hazard, "done": done, "reply": reply, "speaker": ROBOT_SPEAKING}, \
+        _escape_then(rng, away, "")
+
+
+ROBOT_SPEAKING = "I"  # the artifact's follow-ups are the robot's words about itself
+_ARM_FAILURES = [("the {o} slipped out of the gripper", "retry"), ("the gripper missed the {o}", "retry"),
+                 ("the {o} was knocked over", "retry"), ("a person's hand is in the workspace", "pause"),
+                 ("someone is reaching over the table", "pause"), ("the {p} is blocked by a box", "other")]
+
+
+def _arm_failure(rng, scene, absent):
+    things = [s for s in scene if s not in ARM_PLACES]
+    places = [s for s in scene if s in ARM_PLACES]
+    obj, place = rng.choice(things), rng.choice(places)
+    failure, what = rng.choice(_ARM_FAILURES)
+    if what == "other" and len(places) < 2:
+        failure, what = _ARM_FAILURES[0]
+    other = rng.choice([p for p in places if p != place]) if what == "other" else place
+    actions = [("pick", obj), ("place", other)]
+    if what == "pause":
+        actions = [("pause",)] + actions
+    return {"failure": failure.format(o=obj, p=place), "o": obj, "p": place, "speaker": ROBOT_SPEAKING,
+            "plan": f"g('{obj}');pk('{obj}');g('{place}');dr('{place}');"}, actions
+
+
+def _arm_alert(rng, scene, absent):
+    fields, actions = _arm_failure(rng, scene, absent)
+    fields["failure"] = fields["failure"][0].upper() + fields["failure"][1:]
+    return fields, actions
+
+
+def _spatial_scene(rng, kinds: list[str], others: list[str]) -> tuple[list, str, str, str]:
+    """Two of one kind of object apart on one axis, with other objects: (scene boxes, kind,
+    the words that tell the two apart, the name of the one they mean)."""
+    kind = rng.choice(kinds)
+    axis = rng.choice(["x", "y", "size"])
+    lo, hi = (rng.uniform(0.05, 0.3), rng.uniform(0.7, 0.95))
+    first, second = {"x": lo, "y": 0.5, "w": 0.1}, {"x": hi, "y": 0.5, "w": 0.1}
+    if axis == "y":
+        first, second = {"x": 0.5, "y": lo, "w": 0.1}, {"x": 0.5, "y": hi, "w": 0.1}
+    elif axis == "size":
+        first, second = {"x": 0.45, "y": 0.5, "w": 0.06}, {"x": 0.55, "y": 0.5, "w": 0.2}
+    boxes = [(f"{kind}_1", first), (f"{kind}_2", second)]
+    rng.shuffle(boxes)
+    named = dict(boxes)
+    pick = rng.choice([0, 1])
+    target = f"{kind}_{pick + 1}"
+    me = named[target]
+    other = named[f"{kind}_{2 - pick}"]
+    if axis == "x":
+        words = rng.choice(["on the left", "on the left side", "to the left"]) if me["x"] < other["x"] else \
+            rng.choice(["on the right", "on the right side", "to the right"])
+    elif axis == "y":
+        words = rng.choice(["nearer", "closer", "in front"]) if me["y"] > other["y"] else \
+            rng.choice(["farther away", "further back", "at the back"])
+    else:
+        words = rng.choice(["bigger", "larger"]) if me["w"] > other["w"] else rng.choice(["smaller", "little"])
+    scene = [(n, b["x"], b["y"], b["w"]) for n, b in boxes]
+    for name in others:
+        scene.append((name, rng.uniform(0.05, 0.95), rng.uniform(0.05, 0.95), 0.1))
+    rng.shuffle(scene)
+    return scene, kind, words, target
+
+
+def _which(kind: str, words: str) -> str:
+    """'the bottle on the left', 'the nearer bottle'"""
+    return f"the {kind} {words}" if " " in words else f"the {words} {kind}"
+
+
+def _spatial_drone(rng, scene, absent):
+    boxes, kind, words, target = _spatial_scene(rng, ["bottle", "chair", "person", "door", "box", "car", "tree"],
+                                                scene[:3])
+    return {"_boxes": boxes, "which": _which(kind, words)}, [("goto", target), ("photo",)] if rng.random() < 0.5 \
+        else [("goto", target)]
+
+
+def _spatial_arm(rng, scene, absent):
+    places = [s for s in scene if s in ARM_PLACES]
+    boxes, kind, words, target = _spatial_scene(rng, ["cup", "block", "apple", "bolt", "marker", "can"], places)
+    place = rng.choice(places)
+    return {"_boxes": boxes, "which": _which(kind, words), "p": place}, [("pick", target), ("place", place)]
+
+
+# The planner's own follow-up after a robot failed a call (planning/replan.py writes its text).
+def _replan_drone(rng, scene, absent):
+    obj = rng.choice(scene)
+    before = [_drone_step(rng, scene) for _ in range(rng.choice([0, 1]))]
+    after = [_drone_step(rng, [obj]) for _ in range(rng.choice([0, 1]))]
+    steps = before + [(f"fly to the {obj}", [("goto", obj)]), ("take a photo", [("photo",)])] + after
+    original = f"Scene: [{', '.join(scene)}]. {_fill('{steps:, then }.', {'steps': steps})}"
+    done = tuple(render_plan_calls("minispec_drone", _actions(before)))
+    if rng.random() < 0.6:  # lost from view: look for it again, then the rest
+        failure = Failure(0, f"g('{obj}')", f"g('{obj}'): '{obj}' is not in view", done, 0.0)
+        actions = [("scan", obj), ("goto", obj), ("photo",)] + _actions(after)
+    else:  # the call failed: try it again, then the rest
+        failure = Failure(0, f"g('{obj}')", f"simulated failure of g('{obj}')", done, 0.0)
+        actions = [("goto", obj), ("photo",)] + _actions(after)
+    return {"_text": follow_up_text(original, failure)}, actions
+
+
+def _replan_arm(rng, scene, absent):
+    things = [s for s in scene if s not in ARM_PLACES]
+    places = [s for s in scene if s in ARM_PLACES]
+    obj, place = rng.choice(things), rng.choice(places)
+    call = rng.choice(["pk", "dr"])
+    original = f"Scene: [{', '.join(scene)}]. {lexicon.voice(rng, f'Put the {obj} in the {place}.')}"
+    if call == "pk":
+        failure = Failure(0, f"pk('{obj}')", f"simulated failure of pk('{obj}')", (f"g('{obj}')",), 0.0)
+        actions = [("pick", obj), ("place", place)]
+    else:
+        failure = Failure(0, f"dr('{place}')", f"simulated failure of dr('{place}')",
+                          (f"g('{obj}')", f"pk('{obj}')", f"g('{place}')"), 0.0)
+        actions = [("place", place)]
+    return {"_text": follow_up_text(original, failure)}, actions
+
+
+_COLOURS = ["red", "blue", "green", "yellow"]
+
+
+def _sort_colour(rng, scene, absent):
+    colours = rng.sample(_COLOURS, rng.choice([2, 3]))
+    kind = rng.choice(["block", "cube", "ball", "marker"])
+    holder = rng.choice(["bowl", "box", "tray", "bin"])
+    things, holders = [f"{c} {kind}" for c in colours], [f"{c} {holder}" for c in colours]
+    extra = rng.sample([t for t in ARM_THINGS if " " not in t], 1)
+    listed = things + holders + extra
+    rng.shuffle(listed)
+    order = list(zip(things, holders))
+    rng.shuffle(order)
+    actions = [a for thing, place in order for a in (("pick", thing), ("place", place))]
+    holders_word = holder + ("es" if holder.endswith("x") else "s")
+    return {"_scene": listed, "kind": kind, "holder": holder, "holders": holders_word}, actions
+
+
+def render_plan_calls(skill_set_name: str, actions: list) -> list[str]:
+    """The calls of these actions, one by one (what a robot reports as done)."""
+    return _minispec(load_skill_set(skill_set_name), actions)
+
+
 _REPEAT_WORDS = ["Repeat {n} times: {steps:, then }.", "Do this {n} times: {steps: and then }.",
                  "{steps:, then }; do all that {n} times.", "{n} times over, {steps: and }."]
 _NEW_PLAN_WORDS = ["New plan: {steps:, then }.", "Instead, {steps: and then }.",
                    "Forget the old plan and {steps:, then }.", "Now just {steps: and }."]
 
 TEMPLATES = [
-    _t("move", "single", DRONE, ["Fly {dir} {dist}.", "Move {dir} {dist}.", "Go {dir} by {dist}.",
-                                 "Could you head {dir} {dist}?"], _move),
-    _t("turn", "single", DRONE, ["Turn {side} {angle}.", "Rotate {side} by {angle}.", "Yaw {side} {angle}."],
-       _turn),
+    _t("move", "single", DRONE, ["{phrase}.", "{phrase}, please.", "Now {phrase}.", "Could you {phrase}?"], _move),
+    _t("turn", "single", DRONE, ["{phrase}.", "Please {phrase}.", "Go ahead and {phrase}."], _turn),
     _t("photo_of", "multi", DRONE, ["Take a photo of the {o}.", "Fly to the {o} and take a picture of it.",
                                     "Get me a picture of the {o}.", "Go photograph the {o}."], _photo_of),
     _t("goto", "single", DRONE, ["Fly to the {o}.", "Go to the {o}.", "Head over to the {o}.",
                                  "Approach the {o}."], _goto),
-    _t("multi", "multi", DRONE, ["{steps:, then }.", "First {steps:, then }.", "{steps:; after that, }.",
+    _t("multi", "multi", DRONE, ["{steps#}", "{steps:, then }.", "First {steps:, then }.", "{steps:; after that, }.",
                                  "{steps: and then }."], _multi_drone),
     _t("photos", "repeat", DRONE, ["Take {n} photos.", "Take {n} pictures in a row.", "Snap {n} photos."], _photos),
     _t("directions", "repeat", DRONE, ["Take photos in {n} directions.", "Photograph {n} evenly spaced directions.",
@@ -553,7 +769,8 @@ TEMPLATES = [
                                   "Place the {a} and then the {b} into the {p}."], _put_two),
     _t("clear", "vague", ARMS, ["Clear the table into the {p}.", "Tidy everything up into the {p}.",
                                 "Put all the objects in the {p}."], _clear),
-    _t("multi_arm", "multi", ARMS, ["{steps:, then }.", "First {steps:, then }.", "{steps:; after that, }."],
+    _t("multi_arm", "multi", ARMS, ["{steps#}", "{steps:, then }.", "First {steps:, then }.",
+                                    "{steps:; after that, }."],
        _multi_arm),
     _t("back_and_forth", "repeat", ARMS, ["Move the {o} from the {a} to the {b} and back, {n} times.",
                                           "Shuttle the {o} between the {a} and the {b} {n} times."],
@@ -587,6 +804,37 @@ TEMPLATES = [
        _step_then_repeat),
     _t("after_failure_drone", "error", DRONE, _NEW_PLAN_WORDS, _after_failure_drone,
        alert="{failure}"),
+    _t("turn_around_goto", "multi", DRONE, ["{around} and fly to the {o}.", "The {o} is behind you: {around}, then "
+                                            "go to it.", "First {around}; then approach the {o}."], _turn_around_goto),
+    _t("behind_photo", "multi", DRONE, ["{around} and take a picture.", "Photograph what is behind you.",
+                                        "{around}, then snap a photo."], _behind_photo),
+    _t("question_drone", "question", DRONE, ["{q}", "Tell me: {q}", "Quick question. {q}"], _question_drone),
+    _t("question_arm", "question", ARMS, ["Is there a {o} on the table?", "Can you see a {o}?",
+                                          "Tell me whether there is a {o}."], _question_arm),
+    _t("impossible", "impossible", DRONE + ARMS, ["Please {job}.", "{job}.", "Could you {job} for me?"], _impossible),
+    _t("hazard_alert", "error", DRONE, ["{reply}", "{reply}", "Deal with it. {reply}"], _hazard_alert,
+       alert="ALERT: {hazard}."),
+    _t("hazard_artifact", "error", DRONE, [
+        "You provided me with plan {plan}, but {speaker} encountered a failure because {hazard}. "
+        "Execution history: {done} {reply}",
+        "The plan {plan} failed because {hazard}. Executed so far: {done} {reply}",
+        "Your plan {plan} had to stop: {hazard}. Already done: {done} {reply}"], _hazard_artifact, alert="[E]"),
+    _t("arm_alert", "error", ARMS, ["Carry on with the {o} and the {p}.", "Finish putting the {o} in the {p}.",
+                                    "Recover and put the {o} in the {p}."], _arm_alert, alert="ALERT: {failure}."),
+    _t("arm_artifact", "error", MINI_ARM, [
+        "You provided me with plan {plan}, but {speaker} encountered a failure because {failure}. "
+        "Execution history: g('{o}');",
+        "The plan {plan} failed because {failure}. Executed so far: g('{o}');"],
+       _arm_failure, alert="[E]"),
+    _t("replan_drone", "error", DRONE, ["{_text}"], _replan_drone, alert="[replan]"),
+    _t("replan_arm", "error", MINI_ARM, ["{_text}"], _replan_arm, alert="[replan]"),
+    _t("sort_colour", "multi", ARMS, ["Sort the {kind}s by colour into the matching {holders}.",
+                                      "Put each {kind} in the {holder} of its colour.",
+                                      "Match every {kind} to the same-coloured {holder}."], _sort_colour),
+    _t("spatial_drone", "spatial", DRONE, ["Fly to {which}.", "Go to {which} and take a photo.",
+                                           "Approach {which}."], _spatial_drone),
+    _t("spatial_arm", "spatial", ARMS, ["Put {which} in the {p}.", "Move {which} to the {p}.",
+                                        "Take {which} and drop it in the {p}."], _spatial_arm),
     _t("after_failure_arm", "error", ARMS, _NEW_PLAN_WORDS, _after_failure_arm, alert="{failure}"),
 ]
 
@@ -614,14 +862,17 @@ class CorpusRow:
 def _fill(phrasing: str, fields: dict) -> str:
     text = phrasing
     for key, value in fields.items():
-        if key == "steps" and "{steps:" in text:
+        if key == "steps" and "{steps#}" in text:  # numbered: "1) rise 1 m 2) take a photo"
+            text = text.replace("{steps#}", " ".join(f"{n}) {phrase}" for n, (phrase, _) in enumerate(value, 1)))
+        elif key == "steps" and "{steps:" in text:
             start = text.index("{steps:")
             end = text.index("}", start)
             joiner = text[start + len("{steps:"):end]
             text = text[:start] + joiner.join(phrase for phrase, _ in value) + text[end + 1:]
         else:
             text = text.replace("{" + key + "}", str(value))
-    return text[0].upper() + text[1:]
+    text = " ".join(text.split())
+    return text[:1].upper() + text[1:]
 
 
 def _scene(rng: random.Random, skill_set: str) -> tuple[list[str], list[str]]:
@@ -638,12 +889,27 @@ def _scene(rng: random.Random, skill_set: str) -> tuple[list[str], list[str]]:
     return chosen, rng.sample(absent, 3)
 
 
-def _scene_text(rng: random.Random, scene: list[str], instruction: str, alert: str) -> str:
+def _scene_text(rng: random.Random, scene: list[str], instruction: str, alert: str,
+                boxes: list[tuple[str, float, float, float]] | None = None) -> str:
+    """The task in one of the two input styles: the project's (`Scene: [a, b]. ...`, an alert
+    before it) or the artifact's with detector boxes (`Scene: [a x:.. y:.. width:.. height:..],
+    Task: [A] ...`, `[E]` for an error follow-up). `boxes`: (name, x, y, width) placed on purpose."""
+    if alert == "[replan]":  # the whole text is the planner's follow-up
+        return instruction
+    if alert == "[E]":
+        return f"Scene: [{_boxes(rng, scene) if rng.random() < 0.5 else ', '.join(scene)}], Task: [E] {instruction}"
+    if boxes:
+        listed = ", ".join(f"{n} x:{x:.2f} y:{y:.2f} width:{w:.2f} height:{w * rng.uniform(0.8, 1.6):.2f}"
+                           for n, x, y, w in boxes)
+        return f"Scene: [{listed}], Task: [A] {instruction}"
     if rng.random() < 0.7 or alert:
-        return f"{alert + ' ' if alert else ''}Scene: [{', '.join(scene)}]. {instruction}"
-    boxes = ", ".join(f"{o} x:{rng.random():.2f} y:{rng.random():.2f} width:{rng.uniform(0.03, 0.3):.2f} "
-                      f"height:{rng.uniform(0.03, 0.3):.2f}" for o in scene)
-    return f"Scene: [{boxes}], Task: [A] {instruction}"
+        return f"{alert + ' ' if alert else ''}Scene: [{', '.join(scene)}]. {instruction}".rstrip()
+    return f"Scene: [{_boxes(rng, scene)}], Task: [A] {instruction}"
+
+
+def _boxes(rng: random.Random, scene: list[str]) -> str:
+    return ", ".join(f"{o} x:{rng.random():.2f} y:{rng.random():.2f} width:{rng.uniform(0.03, 0.3):.2f} "
+                     f"height:{rng.uniform(0.03, 0.3):.2f}" for o in scene)
 
 
 def _count_steps(actions: list) -> int:
@@ -680,8 +946,11 @@ def build_corpus(per_template: int = 50, seed: int = 0) -> list[CorpusRow]:
                 fields, actions = template.build(rng, scene, absent)
                 phrasing = rng.randrange(len(template.phrasings))
                 instruction = _fill(template.phrasings[phrasing], fields)
+                if not template.alert:
+                    instruction = lexicon.voice(rng, instruction)
                 alert = _fill(template.alert, fields) if template.alert else ""
-                task_input = _scene_text(rng, scene, instruction, alert)
+                scene = fields.get("_scene", scene)
+                task_input = _scene_text(rng, scene, instruction, alert, fields.get("_boxes"))
                 if task_input in seen:
                     continue
                 seen.add(task_input)
@@ -690,24 +959,15 @@ def build_corpus(per_template: int = 50, seed: int = 0) -> list[CorpusRow]:
                     continue
                 needs = TaskNeeds(tuple(needed_skills(skill_set, actions)), tuple(named_objects(actions)))
                 check = check_generated_plan(skill_set, task_input, plan)
-                if not check.valid or not check_task(skill_set, plan, needs).does_task:
+                outside = check_plan(skill_set, plan, strict=True, scope=TaskScope.of_task(task_input))
+                if not check.valid or outside or not check_task(skill_set, plan, needs).does_task:
                     raise AssertionError(f"template {template.name} wrote a plan that fails its own checks for "
-                                         f"{name}: {plan!r} {check.problems}")
+                                         f"{name}: {task_input!r} {plan!r} {check.problems} {outside or ''}")
                 heldout = template.heldout or (len(template.phrasings) >= 3 and phrasing == len(template.phrasings) - 1)
                 rows.append(CorpusRow(f"{name}/{template.name}/{len(seen):03d}", name, SKILL_SETS[name], template.name,
                                       phrasing, template.kind, "heldout" if heldout else "tune", task_input, plan,
                                       list(needs.skills), list(needs.objects), _count_steps(actions)))
     return rows
-
-
-# Held-out tasks the demo and the README show, base against tuned: one of each kind of plan.
-EXAMPLE_IDS = ("minispec_drone/multi/006", "minispec_drone/search_photo/003", "minispec_drone/directions/001",
-               "minispec_arm/put/006", "python_arm/holding/004")
-
-
-def examples(rows: list[CorpusRow]) -> list[CorpusRow]:
-    by_id = {r.id: r for r in rows}
-    return [by_id[i] for i in EXAMPLE_IDS]
 
 
 def write_corpus(rows: list[CorpusRow], path: str | Path) -> None:

@@ -12,7 +12,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-CORPUS = Path("config/tuning/corpus.jsonl")
+CORPUS = Path("config/tuning/adapter/corpus.jsonl")  # the corpus the committed adapter was tuned on
 
 
 def main() -> int:
