@@ -2,7 +2,8 @@
 a trace set (LRTrace's or the TimelyLLM artifact's), the artifact's workload JSON (its jobs
 carry their task text), or JSON Lines of `{"robot_type", "robot_system", "task_input"}`
 objects (the artifact's field names; `id`, `split`, `kind`, `steps`, `task_plan`, and what a plan
-that does the task must hold, `required_skills`, `required_objects` and, for an error follow-up, `first_skills`, optional).
+that does the task must hold, `required_skills`, `required_objects` and, for an error follow-up,
+`first_skills`, optional).
 """
 
 from __future__ import annotations

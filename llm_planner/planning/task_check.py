@@ -79,7 +79,8 @@ def check_task(skill_set: SkillSet, plan: str, needs: TaskNeeds) -> TaskCheck:
 def _wrong_first(skill_set: SkillSet, plan: str, first: tuple[str, ...]) -> str:
     if not first:
         return ""
-    statements = StatementSplitter(skill_set.syntax).feed(plan.rstrip() + ("\n" if skill_set.syntax == "python" else ";"))
+    end = "\n" if skill_set.syntax == "python" else ";"
+    statements = StatementSplitter(skill_set.syntax).feed(plan.rstrip() + end)
     if not statements:
         return "first: no statement"
     opening = statements[0]
