@@ -165,25 +165,33 @@ def _unwrap(exc: Exception) -> Exception:
     return exc
 
 
+# A vLLM replica loads its model, and warms up, before it plans: on two contended CPU cores
+# that takes minutes, far beyond one iteration's timeout.
+START_TIMEOUT_S = 600.0
+
+
 class RayEngine(Engine):
     """An engine in a Ray actor, driven as if it were in this process."""
 
     def __init__(self, build: EngineBuilder, clock: Clock, name: str = "replica", cpus: float = 1.0,
-                 gpus: float = 0.0, call_timeout_s: float | None = None) -> None:
+                 gpus: float = 0.0, call_timeout_s: float | None = None,
+                 start_timeout_s: float = START_TIMEOUT_S) -> None:
         """`build(clock)`: makes the engine inside the actor (picklable: a module-level function
-        or a partial of one). `call_timeout_s`: a call not answered in time fails as a hung engine."""
+        or a partial of one). `call_timeout_s`: a call not answered in time fails as a hung engine;
+        starting the engine (loading and warming a model) has `start_timeout_s`."""
         self.build = build
         self.clock = clock
         self.name = name
         self.cpus, self.gpus = cpus, gpus
         self.call_timeout_s = call_timeout_s
+        self.start_timeout_s = start_timeout_s
         self._actor = None
         self._start_actor()
 
     # ------------------------------------------------------------------ the actor
     def _start_actor(self) -> None:
         self._actor = _host_class().options(num_cpus=self.cpus, num_gpus=self.gpus).remote(self.build, self._live)
-        info = self._get(self._actor.describe.remote())
+        info = self._get(self._actor.describe.remote(), timeout_s=self.start_timeout_s)
         self.engine_name = info["name"]
         self.profile = info["profile"]
         self.needs_recorded_plan = info["needs_recorded_plan"]
@@ -209,10 +217,11 @@ class RayEngine(Engine):
     def _get(self, ref, timeout_s: float | None = None):
         import ray
 
+        timeout_s = timeout_s if timeout_s is not None else self.call_timeout_s
         try:
-            return ray.get(ref, timeout=timeout_s if timeout_s is not None else self.call_timeout_s)
+            return ray.get(ref, timeout=timeout_s)
         except ray.exceptions.GetTimeoutError:
-            raise EngineError(f"{self.name} did not answer within {self.call_timeout_s} s") from None
+            raise EngineError(f"{self.name} did not answer within {timeout_s} s") from None
         except Exception as exc:
             raise _unwrap(exc) from exc
 
@@ -330,7 +339,9 @@ class RayEngine(Engine):
         return self._correction
 
     def warm_up(self, requests: list[GenerationRequest]) -> None:
-        self._kv_free = self._get(self._actor.warm_up.remote(self._take_ops(), requests))
+        # warming prefills every skill set's prompt (and a new vLLM engine's first batch): part of starting
+        self._kv_free = self._get(self._actor.warm_up.remote(self._take_ops(), requests),
+                                  timeout_s=self.start_timeout_s)
         self._prompt_cache.clear()
 
     def reset(self, clock: Clock) -> None:
