@@ -84,6 +84,7 @@ bench-engine: setup
 	$(ENV) python benchmarks/engine_overhead.py
 	$(ENV) python benchmarks/dtype_speed.py
 	$(ENV) python benchmarks/replica_overhead.py
+	$(ENV) python benchmarks/task_grammar_cost.py
 
 # The plan benchmark on the corpus (config/corpus/plan_tasks.jsonl), on the real engine: are the
 # bundled model's plans ones a robot can run? Tuned-on and held-out thirds are reported apart.
@@ -104,6 +105,7 @@ bench: setup
 	$(ENV) python benchmarks/ros_overhead.py
 	$(ENV) python benchmarks/soak.py --minutes 2
 	$(ENV) python benchmarks/tuning_step.py
+	$(ENV) python benchmarks/plan_models.py
 
 # Every simulated result under docs/results (listed, with its command, in docs/results/simulated.yaml):
 # `results` remakes them, `check-results` reruns them and fails where one differs from the stored.

@@ -1,0 +1,87 @@
+"""Is the default planner model at least as good as its base model on every evaluation set?
+Both models write one plan per task of each set on the real engine (greedy, under each task's
+plan grammar), in one run, and the table puts them side by side: valid, cut at the token
+limit, repeated statements, does the task (all and per robot type) and, on error follow-ups,
+alerts that act first. The default model must not be worse than the base on any of them.
+
+    python benchmarks/plan_models.py [--sets instructions,final_check,heldout] [--json F]
+
+Sets: `instructions` and `final_check` (config/evaluation/, written apart from the corpus;
+never tuned on) and `heldout` (the held-out part of the corpus the committed adapter was tuned
+on, config/tuning/adapter/corpus.jsonl).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+SETS = {"instructions": ("config/evaluation/instructions.jsonl", None),
+        "final_check": ("config/evaluation/final_check.jsonl", None),
+        "heldout": ("config/tuning/adapter/corpus.jsonl", "heldout")}
+# figure -> higher is better
+FIGURES = {"valid_rate": True, "truncated_rate": False, "repeated_statement_fraction": False, "task_rate": True,
+           "first_action_rate": True}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, of {', '.join(SETS)}")
+    parser.add_argument("--base", default="smollm2-135m-instruct")
+    parser.add_argument("--json", help="result file (default out/bench/plan_models.json)")
+    args = parser.parse_args()
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from llm_planner.commands.plans import generate_on_engine
+    from llm_planner.lrtrace.plan_bench import report
+    from llm_planner.lrtrace.task_list import load_plan_tasks
+    from llm_planner.settings.config import load_planner_config
+    from llm_planner.testing.bench_result import write_bench_result
+
+    config = load_planner_config()
+    default = config.vllm.model
+    names = [s.strip() for s in args.sets.split(",") if s.strip()]
+    unknown = [s for s in names if s not in SETS]
+    if unknown:
+        raise SystemExit(f"unknown sets {unknown}: choose from {', '.join(SETS)}")
+    figures: dict[str, dict] = {}
+    for name in names:
+        path, split = SETS[name]
+        tasks = [t for t in load_plan_tasks(path) if split is None or t.split == split]
+        for model in (default, args.base):
+            result = report(generate_on_engine(config, "vllm", None if model == default else model, tasks)[0])
+            figures[f"{name}/{model}"] = {
+                **{key: result[key] for key in FIGURES}, "tasks": result["tasks"],
+                **{f"task_rate/{robot}": summary["task_rate"] for robot, summary in result["robot_type"].items()}}
+
+    table = Table(title=f"plans of the default model ({default}) and its base ({args.base}), greedy, task grammar")
+    for column in ("set", "model", "tasks", "valid", "cut", "repeats", "does task", "per robot type",
+                   "alerts act first"):
+        table.add_column(column)
+    worse = []
+    for name in names:
+        mine, base = figures[f"{name}/{default}"], figures[f"{name}/{args.base}"]
+        for model, row in ((default, mine), (args.base, base)):
+            robots = ", ".join(f"{k.split('/')[1]} {v:.0%}" for k, v in row.items() if k.startswith("task_rate/"))
+            table.add_row(name, model, str(row["tasks"]), f"{row['valid_rate']:.0%}", f"{row['truncated_rate']:.0%}",
+                          f"{row['repeated_statement_fraction']:.0%}", f"{row['task_rate']:.0%}", robots,
+                          "-" if row["first_action_rate"] is None else f"{row['first_action_rate']:.0%}")
+        for key, higher in FIGURES.items():
+            a, b = mine[key], base[key]
+            if a is not None and b is not None and (a < b if higher else a > b):
+                worse.append(f"{name} {key}: {a:.3f} against {b:.3f}")
+    console = Console(width=160)
+    console.print(table)
+    console.print("the default model is worse than its base on: " + "; ".join(worse) if worse
+                  else "the default model is at least as good as its base on every set and figure")
+    ratios = {f"{name}/task_rate default/base": round(figures[f"{name}/{default}"]["task_rate"]
+                                                      / max(figures[f"{name}/{args.base}"]["task_rate"], 1e-9), 3)
+              for name in names}
+    write_bench_result(args.json, "plan_models", figures, ratios,
+                       notes="does task: calls every required skill and names every required object; alerts act "
+                             "first: error follow-ups opening with a plain call of a listed safe first skill")
+
+
+if __name__ == "__main__":
+    main()
