@@ -14,6 +14,9 @@ Two grammars per skill set:
   statements), so it always ends. It ends where the model's end of turn is allowed: after any
   complete statement. Repeating a statement over and over is bounded by the constraint's
   repeat guard (catalog/statements.py): a grammar cannot count.
+  A task narrows its plan grammar (`TaskScope`): with a scene, an action names one of the
+  scene's objects, and a search or a query (and a conditional's body on one) may also name a
+  word group of the instruction; an error follow-up opens with a plain action, never a block.
 
 MiniSpec  statements end with ';' (optional before '}' and after a block), loops `N{...}`
           (N < 100; in the plan grammar 2-9), conditionals `?a==b&c<d{...}`, assignments
