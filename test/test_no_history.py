@@ -37,9 +37,11 @@ def text_of(name: str) -> str | None:
         return None
 
 
-# Task files hold instructions in the voices of operators and robots ("...but I encountered a
-# failure"): first person there is the data, not the project speaking of itself.
-TASK_TEXTS = re.compile(r"^config/(?:(?:tuning|evaluation|corpus)/[^/]+\.jsonl|traces/[^/]+\.yaml)$")
+# Task files, and the plan benchmark's reports that quote them, hold instructions in the voices
+# of operators and robots ("...but I encountered a failure"): first person there is the data,
+# not the project speaking of itself.
+TASK_TEXTS = re.compile(r"^(?:config/(?:(?:tuning|evaluation|corpus)/[^/]+\.jsonl|traces/[^/]+\.yaml)"
+                        r"|docs/results/plans/[^/]+\.(?:json|md))$")
 
 
 def offending_lines(text: str, first_person: bool = True) -> list[tuple[int, str]]:
