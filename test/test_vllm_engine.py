@@ -247,7 +247,7 @@ def test_the_engine_corrects_its_profiles_step_predictions_by_the_iterations_it_
              segmented=True)
     assert len(decode_steps) >= 8
     assert engine.step_correction() != StepCorrection()
-    assert engine.stats.step_correction == engine.step_correction()
+    assert engine.stats.step_corrections == [engine.step_correction()]
 
     def median_error(predict):
         return statistics.median(abs(measured - predict(batch, context)) for batch, context, measured in decode_steps)
