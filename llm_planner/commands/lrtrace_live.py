@@ -65,7 +65,7 @@ def _print_run(out, name: str, run, records: list, record_path: Path, engine) ->
         out.print(f"{name}: urgent first action (task published -> first segment sent) p50 "
                   f"{fa['load_p50_s']:.3f} s under load, {fa['idle_p50_s']:.3f} s for the "
                   f"same tasks on the idle planner: {fa['ratio']:.2f}x")
-    if engine is not None and getattr(engine.stats, "step_corrections", None):
+    if engine is not None and engine.stats.step_corrections:
         out.print(f"{name}: step predictions corrected by "
                   f"{', '.join(c.describe() for c in engine.stats.step_corrections)}")
 

@@ -124,7 +124,7 @@ def summarize(runs: list[PlanRun]) -> dict:
     counted = [r for r in runs if r.task.steps is not None]
     problems = Counter(p.split(":")[0] for r in runs for p in r.check.problems)
     judged = [r.task_check for r in runs if r.task_check is not None]
-    openings = [c for c in judged if c.judged_first]
+    openings = [r.task_check for r in runs if r.task_check is not None and r.task.needs.first]
     return {
         "tasks": n,
         "valid_rate": sum(r.check.valid for r in runs) / n,

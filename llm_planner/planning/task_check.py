@@ -34,7 +34,6 @@ class TaskCheck:
     missing_skills: list[str] = field(default_factory=list)
     missing_objects: list[str] = field(default_factory=list)
     wrong_first: str = ""  # why the opening statement is not one of the task's first skills
-    judged_first: bool = False  # the task lists first skills
 
     @property
     def does_task(self) -> bool:
@@ -73,7 +72,7 @@ def check_task(skill_set: SkillSet, plan: str, needs: TaskNeeds) -> TaskCheck:
     missing_skills = [need for need in needs.skills if not set(need.split("|")) & called]
     quoted = {m.group(2).strip().lower() for m in re.finditer(r"(['\"])(.*?)\1", plan)}
     missing_objects = [obj for obj in needs.objects if obj.strip().lower() not in quoted]
-    return TaskCheck(missing_skills, missing_objects, _wrong_first(skill_set, plan, needs.first), bool(needs.first))
+    return TaskCheck(missing_skills, missing_objects, _wrong_first(skill_set, plan, needs.first))
 
 
 def _wrong_first(skill_set: SkillSet, plan: str, first: tuple[str, ...]) -> str:

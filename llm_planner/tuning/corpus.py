@@ -206,10 +206,6 @@ class Template:
 DRONE, ARMS, MINI_ARM, PY_ARM = ("minispec_drone",), ("minispec_arm", "python_arm"), ("minispec_arm",), ("python_arm",)
 
 
-_distance = lexicon.distance
-_angle = lexicon.angle
-
-
 def _seconds(rng: random.Random) -> tuple[str, int]:
     s = rng.choice([1, 2, 3, 5])
     return f"{s} second{'s' if s > 1 else ''}", s
@@ -308,7 +304,7 @@ def _directions(rng, scene, absent):
 
 
 def _square(rng, scene, absent):
-    words, cm = _distance(rng)
+    words, cm = lexicon.distance(rng)
     return {"dist": words}, [("repeat", 4, [("move", "forward", cm), ("turn", "cw", 90, "any")])]
 
 
@@ -332,7 +328,7 @@ def _look_around(rng, scene, absent):
 
 
 def _patrol(rng, scene, absent):
-    words, cm = _distance(rng)
+    words, cm = lexicon.distance(rng)
     return {"dist": words}, [("repeat", 4, [("move", "forward", cm), ("turn", "ccw", 90, "any")])]
 
 
@@ -342,14 +338,14 @@ def _greet(rng, scene, absent):
 
 
 def _zigzag(rng, scene, absent):
-    words, cm = _distance(rng)
+    words, cm = lexicon.distance(rng)
     n = rng.choice([2, 3])
     return {"dist": words, "n": str(n)}, [("repeat", n, [("move", "right", cm), ("move", "forward", cm),
                                                           ("move", "left", cm), ("move", "forward", cm)])]
 
 
 def _blocked(rng, scene, absent):
-    words, cm = _distance(rng)
+    words, cm = lexicon.distance(rng)
     return {"dist": words}, [("move", "up", 50), ("move", "forward", cm)]
 
 
@@ -545,8 +541,9 @@ _HAZARD_PLACES = {"ahead": ["{d} ahead", "right in front of you", "in your path"
                   "right": ["on your right", "to your right", "{d} to your right"],
                   "above": ["above you", "overhead", "{d} above you"],
                   "below": ["below you", "right under you", "{d} below you"],
-                  "ahead ": ["approaching you", "flying at you", "coming straight at you", "heading toward you"]}
-_AWAY = {"ahead": "back", "ahead ": "back", "behind": "forward", "left": "right", "right": "left", "above": "down",
+                  "approaching": ["approaching you", "flying at you", "coming straight at you",
+                                  "heading toward you"]}
+_AWAY = {"ahead": "back", "approaching": "back", "behind": "forward", "left": "right", "right": "left", "above": "down",
          "below": "up"}
 _DRONE_HAZARDS = ["a wall", "a person", "another drone", "a bird", "a tree branch", "a ceiling fan", "a pole",
                   "a thrown ball", "a dog", "a glass door", "a hanging cable", "a lamp", "a curtain", "a child"]
@@ -673,7 +670,7 @@ def _replan_drone(rng, scene, absent):
     after = [_drone_step(rng, [obj]) for _ in range(rng.choice([0, 1]))]
     steps = before + [(f"fly to the {obj}", [("goto", obj)]), ("take a photo", [("photo",)])] + after
     original = f"Scene: [{', '.join(scene)}]. {_fill('{steps:, then }.', {'steps': steps})}"
-    done = tuple(render_plan_calls("minispec_drone", _actions(before)))
+    done = tuple(_minispec(load_skill_set("minispec_drone"), _actions(before)))  # what the robot reports done
     if rng.random() < 0.6:  # lost from view: look for it again, then the rest
         failure = Failure(0, f"g('{obj}')", f"g('{obj}'): '{obj}' is not in view", done, 0.0)
         actions = [("scan", obj), ("goto", obj), ("photo",)] + _actions(after)
@@ -715,11 +712,6 @@ def _sort_colour(rng, scene, absent):
     actions = [a for thing, place in order for a in (("pick", thing), ("place", place))]
     holders_word = holder + ("es" if holder.endswith("x") else "s")
     return {"_scene": listed, "kind": kind, "holder": holder, "holders": holders_word}, actions
-
-
-def render_plan_calls(skill_set_name: str, actions: list) -> list[str]:
-    """The calls of these actions, one by one (what a robot reports as done)."""
-    return _minispec(load_skill_set(skill_set_name), actions)
 
 
 _REPEAT_WORDS = ["Repeat {n} times: {steps:, then }.", "Do this {n} times: {steps: and then }.",
