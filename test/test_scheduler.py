@@ -628,3 +628,59 @@ def test_generations_kept_out_for_an_urgent_segment_stay_out_for_the_next_one_th
     assert not controller.select(queue, [second], gens, now=0.05).admitted
     second.entry, second.deadline_s = entry("second", URGENT.resumed(), 5.0), 5.3  # its next segment has slack
     assert [e.gen_id for e in controller.select(queue, [second], gens, now=0.1).admitted] == ["normal"]
+
+
+def _traced_select(running, queued, guard):
+    """One admission decision with the decision trace on: (selection, the decisions)."""
+    from llm_planner.domain.decisions import DecisionTrace
+    from llm_planner.sched.batch import BatchController
+    from llm_planner.settings.config import BatchConfig
+
+    controller = BatchController(BatchConfig(), _admission_engine(), latency_guided=True, preemptive=True,
+                                 guard_by_importance=guard)
+    controller.trace = DecisionTrace()
+    queue = PudQueue()
+    for gen in queued:
+        queue.push(gen.entry)
+    gens = {g.task_id: g for g in [running, *queued]}
+    return controller.select(queue, [running], gens, now=0.0), controller.trace.decisions
+
+
+def test_the_trace_names_the_latency_guided_rule_that_defers_a_normal_newcomer():
+    """The running normal segment loses 0.1 in a newcomer's company; a normal newcomer with time
+    to spare loses nothing by waiting: deferred by the latency-guided rule, which names the
+    segment at risk and both losses."""
+    from llm_planner.domain.decisions import Kind, Reason
+
+    running = _member("running", entry("running", NORMAL.resumed(), 0.3), deadline_s=0.3, in_engine=True)
+    relaxed = _member("new", entry("new", NORMAL, 0.0), deadline_s=1.0, in_engine=False)
+    selection, decisions = _traced_select(running, [relaxed], guard=True)
+    assert not selection.admitted
+    [deferred] = decisions
+    assert (deferred.task_id, deferred.kind, deferred.reason) == ("new", Kind.DEFERRED, Reason.LATENCY_GUIDED)
+    assert deferred.figures["at_risk"] == "running"
+    assert deferred.figures["own_loss"] == 0 and deferred.figures["weighed_loss"] == pytest.approx(0.1, abs=1e-3)
+
+
+def test_the_trace_shows_the_importance_guard_letting_an_urgent_newcomer_in():
+    """The urgent newcomer due at 0.2 s loses 1.0 by waiting, more than the running normal
+    segment's 0.3, which it does not wait for (a less important loss never holds back an urgent
+    task that loses by waiting): `timely` admits it and says why; the paper's rule defers it to keep the
+    running deadline, and the one queued behind it waits behind it."""
+    from llm_planner.domain.decisions import Kind, Reason
+
+    running = _member("running", entry("running", NORMAL.resumed(), 0.2), deadline_s=0.2, in_engine=True)
+    urgent = _member("new", entry("new", URGENT, 0.0), deadline_s=URGENT.ert_s, in_engine=False)
+    selection, decisions = _traced_select(running, [urgent], guard=True)
+    [admitted] = decisions
+    assert [e.gen_id for e in selection.admitted] == ["new"]
+    assert (admitted.kind, admitted.reason) == (Kind.ADMITTED, Reason.IMPORTANCE_GUARD)
+    assert admitted.figures["own_loss"] == pytest.approx(1.0, abs=1e-3) and admitted.figures["weighed_loss"] == 0
+    assert admitted.figures["running_loss"] == pytest.approx(0.3, abs=1e-3) and admitted.figures["batch"] == 2
+
+    later = _member("later", entry("later", NORMAL, 0.5), deadline_s=1.5, in_engine=False)
+    selection, decisions = _traced_select(running, [urgent, later], guard=False)
+    assert not selection.admitted
+    assert [(d.task_id, d.kind, d.reason) for d in decisions] == [
+        ("new", Kind.DEFERRED, Reason.KEEP_DEADLINES), ("later", Kind.DEFERRED, Reason.BEHIND)]
+    assert decisions[1].figures["stopped_at"] == "new"

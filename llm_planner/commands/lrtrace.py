@@ -7,9 +7,11 @@ import sys
 from pathlib import Path
 
 from llm_planner.catalog.faults import parse_fail_rates
+from llm_planner.commands import lrtrace_explain
 from llm_planner.commands.lrtrace_live import cmd_record, cmd_replay, cmd_report
 from llm_planner.commands.lrtrace_shared import console, planner_config, progress_bar, stdout, vllm_engine, write_json
 from llm_planner.commands.quiet import route_library_output
+from llm_planner.domain.decisions import write_decisions
 from llm_planner.lrtrace import report
 from llm_planner.lrtrace.compare import (
     ABLATIONS,
@@ -56,7 +58,8 @@ def cmd_compare(args) -> int:
             comparison = compare(source, runs_of, config, args.seeds, engine,
                                  tick=lambda label, seed, t, horizon: progress.update(
                                      bar, status=f"seed {seed} {label}: {t:6.0f}/{horizon:.0f} s simulated"),
-                                 advance=lambda: progress.advance(bar), fail_rates=args.fail_rate, replica_pool=pool)
+                                 advance=lambda: progress.advance(bar), fail_rates=args.fail_rate, replica_pool=pool,
+                                 trace_decisions=bool(args.decisions))
     finally:
         if pool is not None:
             pool.close()
@@ -86,6 +89,9 @@ def cmd_compare(args) -> int:
             simulated = check_sim(comparison, runs_of, source, engine.profile_choice.path, out)
             results.update({f"{label} (sim)": levels for label, levels in simulated.items()})
     write_json(args.json, results, out)
+    if args.decisions:
+        write_decisions(comparison.decision_runs(), args.decisions)
+        out.print(f"wrote the decision trace to {args.decisions} (read it with `lrtrace explain {args.decisions}`)")
     if args.save_traces:
         traces = generated_traces(comparison, source, str(args.model or config.vllm.model))
         save(traces, args.save_traces)
@@ -216,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--check-sim", action="store_true",
                        help="with --engine vllm: re-simulate each run with the sim engine, the real engine's "
                             "profile and the generated plans, and print the timing error")
+        p.add_argument("--decisions", metavar="FILE",
+                       help="write every scheduling decision, with its reason, here (JSON lines; see lrtrace explain)")
         p.add_argument("--save-traces", metavar="FILE",
                        help="with --engine vllm: write the generated plans as a trace set, for the sim engine to "
                             "replay (--traces FILE with the same workload)")
@@ -308,6 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json")
     p.add_argument("--plots")
     p.set_defaults(func=cmd_report)
+
+    lrtrace_explain.add_parser(sub)
 
     p = sub.add_parser("presets", help="list workload presets")
     p.set_defaults(func=cmd_presets)

@@ -15,13 +15,14 @@ import heapq
 import itertools
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from tokenizers import Tokenizer
 
 from llm_planner.dispatch.robot_port import CallTimeSource, SimRobots
 from llm_planner.domain.clock import VirtualClock
+from llm_planner.domain.decisions import Decision, DecisionTrace
 from llm_planner.domain.tasks import StatusUpdate, TaskRecord
 from llm_planner.engine import Engine, EngineStats
 from llm_planner.engine.factory import ReplicaPool, make_sim_engine
@@ -62,6 +63,7 @@ class SimulationResult:
     wall_s: float
     statuses: int
     deferred_admissions: int
+    decisions: list[Decision] = field(default_factory=list)  # the decision trace, where asked for
 
 
 def check_workload(workload: Workload, traces: TraceSet, config: PlannerConfig) -> dict[int, Trace]:
@@ -80,7 +82,7 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
              on_status: Callable[[StatusUpdate], None] | None = None,
              engine: Engine | None = None, plans: dict[str, str] | None = None,
              fail_rates: dict[str, float] | None = None,
-             replica_pool: ReplicaPool | None = None) -> SimulationResult:
+             replica_pool: ReplicaPool | None = None, trace_decisions: bool = False) -> SimulationResult:
     """Run the whole workload to the end; every task ends in a terminal state. `engine`: a real
     engine to reuse across runs (reset here); default: a new `sim` engine. `plans`: task id ->
     plan for the sim engine to replay instead of the trace's (e.g. what a real engine
@@ -88,7 +90,7 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
     prompt cached, as the planner node warms its engine before it takes tasks. `fail_rates`:
     robots fail calls on purpose (catalog/faults.py). `replica_pool`: with more than one
     replica configured, they are its Ray actors (the real engine's replicas must be); default:
-    sim engines in this process."""
+    sim engines in this process. `trace_decisions`: keep the planner's decision trace in the result."""
     by_id = check_workload(workload, traces, config)
     clock = VirtualClock()
     events = EventQueue()
@@ -116,8 +118,10 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
         if on_status is not None:
             on_status(update)
 
+    trace = DecisionTrace() if trace_decisions else None
     planner = Planner(config, get_policy(policy), engine, clock,
-                      lambda listener: SimRobots(events.push, clock.now, times, listener), count_status)
+                      lambda listener: SimRobots(events.push, clock.now, times, listener), count_status,
+                      decisions=trace)
     for job in workload.jobs:
         request = job_request(job, by_id[job.trace_id], config, with_plan=recorded)
         if plans and request.task_id in plans:
@@ -144,7 +148,8 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
     if planner.active_tasks:
         raise RuntimeError(f"simulation ended with {planner.active_tasks} unfinished tasks")
     return SimulationResult(policy, seed, workload.name, list(planner.records.values()), planner.replicas.stats,
-                            clock.now(), time.perf_counter() - wall0, statuses, planner.deferred_admissions)
+                            clock.now(), time.perf_counter() - wall0, statuses, planner.deferred_admissions,
+                            trace.decisions if trace is not None else [])
 
 
 def planned_units(records: list[TaskRecord], config: PlannerConfig) -> dict[str, int]:

@@ -24,9 +24,10 @@ from typing import Callable
 from llm_planner.catalog.exec_model import ExecModel, load_exec_model
 from llm_planner.catalog.skills import SkillSet, load_skill_set
 from llm_planner.dispatch.dispatcher import Dispatcher, RobotWork
-from llm_planner.dispatch.release import EXEC_PERCENTILES, Outlook, best_hold
+from llm_planner.dispatch.release import EXEC_PERCENTILES, Outlook, best_hold, release_utility
 from llm_planner.dispatch.robot_port import RobotListener, RobotPort
 from llm_planner.domain.clock import Clock
+from llm_planner.domain.decisions import DecisionTrace, Kind, Reason
 from llm_planner.domain.tasks import (
     DispatchedSegment,
     StatusUpdate,
@@ -108,11 +109,13 @@ class PlanGeneration:
 class Planner:
     def __init__(self, config: PlannerConfig, policy: Policy, engine: Engine | ReplicaSet, clock: Clock,
                  robots: Callable[[RobotListener], RobotPort],
-                 on_status: Callable[[StatusUpdate], None] | None = None, keep_finished: int | None = None) -> None:
+                 on_status: Callable[[StatusUpdate], None] | None = None, keep_finished: int | None = None,
+                 decisions: DecisionTrace | None = None) -> None:
         """`engine`: one engine, or replicas of one (planning/replicas.py). `robots`: builds the
         robot port for this planner, which it reports to. `keep_finished`: how many finished
         tasks' records to keep (the oldest go first; a long-running node's memory stays
-        bounded); None keeps all (runs that report on them)."""
+        bounded); None keeps all (runs that report on them). `decisions`: where the scheduling
+        decisions go (domain/decisions.py); None traces nothing."""
         self.config = config
         self.policy = policy
         self.replicas = engine if isinstance(engine, ReplicaSet) else ReplicaSet([engine])
@@ -135,6 +138,9 @@ class Planner:
                                         consolidation=config.rtlm if behaviour.prices_whole_plans else None,
                                         replica=replica.index, guard_by_importance=behaviour.guards_by_importance)
                         for replica in self.replicas]
+        self.decisions = decisions
+        for batch in self.batches:
+            batch.trace = decisions
         self.placement = make_placement(config.placement)
         self.records: dict[str, TaskRecord] = {}  # every task still running and the finished ones kept
         self._keep_finished = keep_finished
@@ -201,9 +207,20 @@ class Planner:
             now = self.clock.now()
             loads = [self._load(r, now) for r in self.replicas]
             self._place(gen, self.placement.choose(self._candidate(gen, now), loads))
-        self.queue.push(self._next_entry(gen))
+        self._enqueue(gen, self._next_entry(gen), Reason.ARRIVAL)
         self._emit(record, TaskState.QUEUED)
         return record
+
+    def _enqueue(self, gen: PlanGeneration, entry: QueueEntry, reason: Reason) -> None:
+        self.queue.push(entry)
+        if self.decisions is not None:
+            now = self.clock.now()
+            self.decisions.record(
+                now, gen.task_id, Kind.QUEUED, reason, priority=round(self.queue.priority(entry, now), 4),
+                order=self.policy.order.value, beta=entry.tuf.beta, ert_s=entry.tuf.ert_s,
+                cutoff_s=entry.tuf.cutoff_s, ref_s=round(entry.ref_s, 4), gen_time_s=round(entry.gen_time_s, 4),
+                deadline_s=round(entry.deadline_s, 4), latest_start_s=round(entry.latest_start_s, 4),
+                segment=len(gen.record.segments))
 
     def _generation_request(self, request: TaskRequest) -> GenerationRequest:
         skill_set, _ = self._types[request.robot_type]
@@ -386,6 +403,9 @@ class Planner:
                 self._finish(gen, TaskState.FAILED, reason if gen.entry is None else f"{reason}, a second time")
                 continue
             gen.recovered = True
+            if self.decisions is not None:
+                self.decisions.record(now, gen.task_id, Kind.SUSPENDED, Reason.ENGINE_RESTART, replica=replica.index,
+                                      tokens=gen.tokens)
             try:
                 if gen.tokens:
                     gen.lost_context = replica.engine.continuation_of(gen.request, "".join(gen.text_parts),
@@ -448,6 +468,9 @@ class Planner:
     def _place(self, gen: PlanGeneration, index: int) -> None:
         gen.replica = index
         self.placement.placed(index)
+        if self.decisions is not None and len(self.replicas) > 1:
+            self.decisions.record(self.clock.now(), gen.task_id, Kind.PLACED, Reason.PLACEMENT, replica=index,
+                                  placement=self.config.placement)
 
     @staticmethod
     def _remaining_tokens(gen: PlanGeneration) -> float:
@@ -505,6 +528,9 @@ class Planner:
     def _move(self, gen: PlanGeneration, to: Replica, urgency: float) -> None:
         """Out of the replica that holds its context, into `to`, which prefills it again."""
         continuation = self.replicas[gen.replica].engine.detach(gen.task_id)
+        if self.decisions is not None:
+            self.decisions.record(self.clock.now(), gen.task_id, Kind.MOVED, Reason.PLACEMENT, source=gen.replica,
+                                  target=to.index, tokens=continuation.tokens)
         gen.replica = None  # if `to` refuses it, the generation has left every engine
         gen.in_engine = False
         self._attach(gen, to, continuation, urgency)
@@ -562,7 +588,9 @@ class Planner:
             if self.behaviour.pauses_after_segment:
                 self._engine_of(gen).suspend(gen.task_id)
                 self._end_run(gen, now)
-                self.queue.push(entry)
+                if self.decisions is not None:
+                    self.decisions.record(now, gen.task_id, Kind.SUSPENDED, Reason.PAUSED, tokens=gen.tokens)
+                self._enqueue(gen, entry, Reason.SEGMENT_DONE)
                 self._emit(record, TaskState.SUSPENDED, segment_index=len(record.segments))
 
     def _release(self, gen: PlanGeneration, plan_done: bool, now: float) -> None:
@@ -570,14 +598,35 @@ class Planner:
         if not gen.held:
             return
         if self.behaviour.holds_segments:
-            if not plan_done and best_hold(self._outlook(gen, now)) > 0:
-                return
+            if not plan_done:
+                outlook = self._outlook(gen, now)
+                hold_for = best_hold(outlook)
+                if self.decisions is not None:
+                    self._trace_release(gen, outlook, hold_for, now)
+                if hold_for > 0:
+                    return
+            elif self.decisions is not None:
+                self.decisions.record(now, gen.task_id, Kind.STREAMED, Reason.PLAN_DONE, segments=len(gen.held))
             self.dispatcher.send(gen.record, gen.skill_set, gen.robot, gen.held, plan_done, now)
         else:
+            if self.decisions is not None:
+                self.decisions.record(now, gen.task_id, Kind.STREAMED,
+                                      Reason.EACH_SEGMENT if self.behaviour.streams_segments else Reason.PLAN_DONE,
+                                      segments=len(gen.held))
             for i, segment in enumerate(gen.held):
                 self.dispatcher.send(gen.record, gen.skill_set, gen.robot, [segment],
                                      plan_done and i == len(gen.held) - 1, now)
         gen.held = []
+
+    def _trace_release(self, gen: PlanGeneration, outlook: Outlook, hold_for: int, now: float) -> None:
+        """The hold rule's comparison: expected utility sent now against held for `hold_for` more segments."""
+        figures = dict(segments=len(gen.held), send_now=round(release_utility(outlook, 0), 4),
+                       robot_free_in_s=round(outlook.robot_free_s - now, 4))
+        if hold_for > 0:
+            self.decisions.record(now, gen.task_id, Kind.HELD, Reason.HOLD_RULE, hold_for=hold_for,
+                                  held=round(release_utility(outlook, hold_for), 4), **figures)
+        else:
+            self.decisions.record(now, gen.task_id, Kind.STREAMED, Reason.HOLD_RULE, **figures)
 
     def _release_context(self, gen: PlanGeneration) -> None:
         self._engine_of(gen).release(gen.task_id)
@@ -610,13 +659,27 @@ class Planner:
         if not success:
             self._replan(gen, failure_of(gen.record, index, call_times_s, message, t))
             return
+        earned, most, first = gen.record.utility, gen.record.max_utility, gen.record.units_executed == 0
         gen.record.account_segment(segment)
+        if self.decisions is not None and gen.record.utility - earned < gen.record.max_utility - most - 1e-9:
+            self._trace_lost_utility(gen, segment, gen.record.utility - earned, gen.record.max_utility - most,
+                                     first, t)
         robot_type = gen.record.request.robot_type
         for call, seconds in zip(segment.calls, call_times_s):
             self.exec_samples.append((robot_type, call.skill, call.number, seconds))
         if robot_free_moved:
             self._refresh_queued(gen)
         self._maybe_complete(gen)
+
+    def _trace_lost_utility(self, gen: PlanGeneration, segment: DispatchedSegment, earned: float, most: float,
+                            first: bool, t: float) -> None:
+        """An executed segment's units earned less than their maximum: its first unit late
+        (the response, `first`), or the robot waited for a later one."""
+        self.decisions.record(t, gen.task_id, Kind.LOST_UTILITY,
+                              Reason.LATE_RESPONSE if first else Reason.ROBOT_WAITED, segment=segment.index,
+                              earned=round(earned, 4), most=round(most, 4),
+                              response_s=round(gen.record.response_time_s, 4),
+                              waiting_s=round(gen.record.waiting_time_s, 4))
 
     def _replan(self, gen: PlanGeneration, failure: Failure) -> None:
         """The task fails; when its robot failed a call (and not the link: a timeout, a lost
@@ -633,12 +696,15 @@ class Planner:
             return
         follow_up = follow_up_request(request, failure, self.config.replan_level, gen.skill_set)
         gen.record.followed_by = follow_up.task_id
+        if self.decisions is not None:
+            self.decisions.record(failure.at_s, gen.task_id, Kind.REPLANNED, Reason.ROBOT_FAILURE,
+                                  follow_up=follow_up.task_id, failure=what)
         self._finish(gen, TaskState.FAILED, replanned_message(what, follow_up.task_id))
         self.submit(follow_up)
 
     def _refresh_queued(self, gen: PlanGeneration) -> None:
         if gen.task_id in self.queue and gen.record.segments:
-            self.queue.push(self._next_entry(gen))
+            self._enqueue(gen, self._next_entry(gen), Reason.ROBOT_REPORT)
 
     def _maybe_complete(self, gen: PlanGeneration) -> None:
         if not gen.plan_done or gen.robot.outstanding > 0:
@@ -671,6 +737,10 @@ class Planner:
         self.segment_lengths.forget(record.request.task_id)
         record.message = message
         record.finished_s = self.clock.now()
+        if self.decisions is not None:
+            self.decisions.record(record.finished_s, record.request.task_id, Kind.ENDED, Reason(state.name.lower()),
+                                  message=message, utility=round(record.utility, 4),
+                                  max_utility=round(record.max_utility, 4))
         self._emit(record, state, message=message, segment_index=len(record.segments))
         if self._keep_finished is not None:
             self._finished.append(record.request.task_id)

@@ -41,6 +41,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
+from llm_planner.domain.decisions import DecisionTrace, Kind, Reason
 from llm_planner.engine.base import Engine, GenerationRequest
 from llm_planner.sched.queues import QueueEntry, QueueShare, ReadyQueue
 from llm_planner.settings.config import BatchConfig, RtlmConfig
@@ -83,6 +84,29 @@ class _Decision:
         return [g for g in batch if g in self.suspendable]
 
 
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    """What the latency-guided rule found: whether the newcomer may join, and the figures it
+    weighed: the running segment at risk longest, what the newcomer loses by waiting for it,
+    what the running lose in its company, and of that what the running at least as important
+    lose (the part the rule weighs against the newcomer's own loss)."""
+
+    keeps: bool
+    at_risk: str = ""
+    own_loss: float = 0.0
+    weighed_loss: float = 0.0
+    running_loss: float = 0.0
+    wait_s: float = 0.0
+
+    def figures(self) -> dict:
+        return {"at_risk": self.at_risk, "own_loss": round(self.own_loss, 4),
+                "weighed_loss": round(self.weighed_loss, 4), "running_loss": round(self.running_loss, 4),
+                "wait_s": round(self.wait_s, 4)}
+
+
+_KEEPS = _Verdict(True)
+
+
 @dataclass
 class Selection:
     admitted: list[QueueEntry]  # in order
@@ -103,6 +127,7 @@ class BatchController:
         self.engine = engine
         self.replica = replica  # which replica `engine` is
         self.deferred = 0  # admissions postponed to protect a running generation's deadline
+        self.trace: DecisionTrace | None = None
 
     def select(self, queue: ReadyQueue | QueueShare, running: list[BatchMember], gens: dict[str, BatchMember],
                now: float) -> Selection:
@@ -120,12 +145,19 @@ class BatchController:
         kv_free = self.engine.kv_free_tokens()
         decision = _Decision(earns_alone={}, suspendable=list(running))
         critical = self._critical(batch, now, decision.earns_alone)
-        for entry in queue.in_order(now):
+        trace = self.trace
+        entries = queue.in_order(now)
+        for i, entry in enumerate(entries):
             gen = gens[entry.gen_id]
             if critical is not None and self._can_wait_for(gen, entry, critical, batch, context, now) \
                     and self._slows(critical, gen, batch, context, now):
+                if trace is not None:
+                    trace.record(now, gen.task_id, Kind.DEFERRED, Reason.KEPT_OUT, favoured=critical.task_id)
                 continue  # it can wait for a more important generation its company would slow down
             if self.consolidation is not None and not self._consolidates(gen, batch):
+                if trace is not None:
+                    self._stop(trace, now, entries, i, Reason.CONSOLIDATION, batch=len(batch),
+                               remaining_tokens=round(gen.expected_remaining_tokens, 1))
                 break  # it waits for a batch of its length (the batch drains meanwhile)
             victim = None
             if len(batch) >= self.max_batch_size:
@@ -134,26 +166,44 @@ class BatchController:
                 replaceable = [g for g in decision.suspendable
                                if not self._protected(g, gen, step, newcomer_earns, now)]
                 if not self.preemptive or not replaceable:
+                    if trace is not None:
+                        why = Reason.PROTECTED if self.preemptive and decision.suspendable else Reason.BATCH_FULL
+                        self._stop(trace, now, entries, i, why, batch=len(batch))
                     break
                 victim = min(replaceable, key=lambda g: queue.priority(g.entry, now))
                 if queue.priority(entry, now) <= queue.priority(victim.entry, now):
+                    if trace is not None:
+                        self._stop(trace, now, entries, i, Reason.BATCH_FULL, batch=len(batch),
+                                   priority=round(queue.priority(entry, now), 4), lowest_running=victim.task_id,
+                                   lowest_running_priority=round(queue.priority(victim.entry, now), 4))
                     break
             prefill, new_context, resume = self._joining(gen)
             kv_needed = prefill + math.ceil(gen.expected_segment_tokens)
             if kv_needed > kv_free:
+                if trace is not None:
+                    self._stop(trace, now, entries, i, Reason.KV_FULL, kv_needed=kv_needed, kv_free=kv_free)
                 break
             base = [g for g in batch if g is not victim]
             base_context = context - (self.engine.context_tokens(victim.task_id) if victim else 0)
-            if self.latency_guided and not self._keeps_deadlines(
-                    base, base_context + new_context, prefill_total + prefill, resumes + int(resume), now,
-                    gen, entry, decision):
+            verdict = _KEEPS
+            if self.latency_guided:
+                verdict = self._keeps_deadlines(base, base_context + new_context, prefill_total + prefill,
+                                                resumes + int(resume), now, gen, entry, decision)
+            if not verdict.keeps:
                 self.deferred += 1
+                why = Reason.LATENCY_GUIDED if self.guard_by_importance else Reason.KEEP_DEADLINES
                 if self.guard_by_importance:
+                    if trace is not None:
+                        trace.record(now, gen.task_id, Kind.DEFERRED, why, **verdict.figures())
                     continue  # weighed on its own, it holds back no one behind it
+                if trace is not None:
+                    self._stop(trace, now, entries, i, why, **verdict.figures())
                 break
             if victim is not None:
                 decision.suspendable.remove(victim)
                 preempted.append(victim)
+            if trace is not None:
+                self._trace_admission(trace, now, gen, entry, queue, victim, verdict, resume, len(base) + 1)
             queue.remove(entry.gen_id)
             admitted.append(entry)
             batch = base + [gen]
@@ -166,7 +216,33 @@ class BatchController:
         if critical is not None:
             shrunk = self._shrink_for(critical, decision.suspendable_in(batch), batch, context, prefill_total,
                                       resumes, now)
+            if trace is not None:
+                for g in shrunk:
+                    trace.record(now, g.task_id, Kind.SUSPENDED, Reason.SHRUNK, favoured=critical.task_id,
+                                 batch=len(batch) - len(shrunk))
         return Selection(admitted, preempted, shrunk)
+
+    def _stop(self, trace: DecisionTrace, now: float, entries: list[QueueEntry], at: int, reason: Reason,
+              **figures) -> None:
+        """Admission stops at `entries[at]` for `reason`; every entry after it waits behind it."""
+        stopper = entries[at].gen_id
+        trace.record(now, stopper, Kind.DEFERRED, reason, replica=self.replica, **figures)
+        for entry in entries[at + 1:]:
+            trace.record(now, entry.gen_id, Kind.DEFERRED, Reason.BEHIND, stopped_at=stopper)
+
+    def _trace_admission(self, trace: DecisionTrace, now: float, gen: BatchMember, entry: QueueEntry,
+                         queue: ReadyQueue | QueueShare, victim: BatchMember | None, verdict: _Verdict,
+                         resume: bool, batch: int) -> None:
+        priority = round(queue.priority(entry, now), 4)
+        if victim is not None:
+            trace.record(now, victim.task_id, Kind.SUSPENDED, Reason.PREEMPTED, by=gen.task_id, priority=priority,
+                         own_priority=round(queue.priority(victim.entry, now), 4))
+            reason = Reason.PREEMPTS
+        else:
+            reason = Reason.IMPORTANCE_GUARD if verdict.at_risk else Reason.FITS
+        figures = verdict.figures() if verdict.at_risk else {}
+        trace.record(now, gen.task_id, Kind.RESUMED if resume else Kind.ADMITTED, reason, replica=self.replica,
+                     batch=batch, priority=priority, **figures)
 
     def _protected(self, gen: BatchMember, newcomer: BatchMember, step: float, newcomer_earns: bool,
                    now: float) -> bool:
@@ -310,8 +386,8 @@ class BatchController:
         return finish + self._remaining_tokens(other) * step + self.engine.predict_step_s(1, 0, resumes=1)
 
     def _keeps_deadlines(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
-                         now: float, newcomer: BatchMember, entry: QueueEntry, decision: _Decision) -> bool:
-        """False if admitting `newcomer` would make a running generation miss a deadline it
+                         now: float, newcomer: BatchMember, entry: QueueEntry, decision: _Decision) -> _Verdict:
+        """Not `keeps` if admitting `newcomer` would make a running generation miss a deadline it
         would otherwise meet (one that misses anyway does not block admissions). With
         `guard_by_importance`, a running segment is at risk wherever the newcomer's company
         costs it utility (one already late but still earning too), and the choice is weighed
@@ -333,27 +409,28 @@ class BatchController:
         time looks lost anyway, and waits until it is."""
         step_now = self.engine.predict_step_s(len(batch), context)
         first, step = self._joined_steps(len(batch), context, prefill, resumes)
-        at_risk, loss, wait = False, 0.0, 0.0  # loss: of the segments at risk at least as important
+        at_risk, loss, total, wait = "", 0.0, 0.0, 0.0  # loss: of the segments at risk at least as important
         for gen in batch:
             slack = gen.deadline_s - now
             remaining = self._typical_remaining_tokens(gen) if self.guard_by_importance else self._remaining_tokens(gen)
             alone, joined = remaining * step_now, first + (remaining - 1) * step
             if not self.guard_by_importance or gen.entry is None:
                 if alone < slack <= joined:
-                    return False
+                    return _Verdict(False, gen.task_id, wait_s=alone)
                 continue
             lost = gen.entry.utility_lost(now + alone, now + joined)
             if lost > 0:
-                at_risk = True
-                wait = max(wait, alone)
+                total += lost
+                if alone >= wait:
+                    at_risk, wait = gen.task_id, alone
                 if gen.entry.tuf.beta >= entry.tuf.beta:
                     loss += lost
         if not at_risk:
-            return True
+            return _KEEPS
         own_first, own_step = self._newcomer_steps(batch, context, prefill, resumes, newcomer, now, decision)
         own = self._newcomer_segment_s(newcomer, own_first, own_step)
         own_loss = entry.utility_lost(now + own, now + wait + own)
-        return own_loss > 0 and own_loss >= loss
+        return _Verdict(own_loss > 0 and own_loss >= loss, at_risk, own_loss, loss, total, wait)
 
     def _newcomer_steps(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
                         newcomer: BatchMember, now: float, decision: _Decision) -> tuple[float, float]:
