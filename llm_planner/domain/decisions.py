@@ -1,5 +1,5 @@
 """The decision trace: one typed event for each scheduling decision, with its reason code
-and the figures the rule used.
+and the figures the rule used, and one for each engine iteration (its batch and time).
 
 The planner core writes it in live and simulated runs alike. Off (no trace given), no event
 is built: every call site asks `if trace is not None` first. On, a task's repeated deferral
@@ -93,12 +93,37 @@ class Decision:
                    dict(data.get("figures", {})))
 
 
-class DecisionTrace:
-    """Collects a run's decisions in order, and passes each to `listener` (a live view, a
-    recorder) as it is made."""
+@dataclass(frozen=True, slots=True)
+class Iteration:
+    """One engine iteration: when it started, on which replica, how long it took against the
+    profile's decode-only prediction, its batch, and what it prefilled and started."""
 
-    def __init__(self, listener: Callable[[Decision], None] | None = None) -> None:
+    t_s: float
+    replica: int
+    duration_s: float
+    predicted_s: float  # the profile's decode step at this batch and context
+    members: tuple[str, ...]  # the generations in the batch
+    prefill_tokens: int
+    started: int  # generations that joined it (new prompts, resumes, moves)
+
+    def to_json(self) -> dict:
+        return {"t_s": self.t_s, "replica": self.replica, "duration_s": self.duration_s,
+                "predicted_s": self.predicted_s, "members": list(self.members),
+                "prefill_tokens": self.prefill_tokens, "started": self.started}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Iteration:
+        return cls(float(data["t_s"]), int(data["replica"]), float(data["duration_s"]), float(data["predicted_s"]),
+                   tuple(data["members"]), int(data["prefill_tokens"]), int(data["started"]))
+
+
+class DecisionTrace:
+    """Collects a run's decisions and engine iterations in order, and passes each to
+    `listener` (a live view, a recorder) as it is made."""
+
+    def __init__(self, listener: Callable[[Decision | Iteration], None] | None = None) -> None:
         self.decisions: list[Decision] = []
+        self.iterations: list[Iteration] = []
         self._listener = listener
         self._deferred: dict[str, Reason] = {}  # each task's deferral in force, kept once
 
@@ -114,28 +139,47 @@ class DecisionTrace:
         if self._listener is not None:
             self._listener(decision)
 
-    def of_task(self, task_id: str) -> list[Decision]:
-        return [d for d in self.decisions if d.task_id == task_id]
+    def iteration(self, iteration: Iteration) -> None:
+        self.iterations.append(iteration)
+        if self._listener is not None:
+            self._listener(iteration)
 
 
-def write_decisions(runs: Iterable[tuple[str, list[Decision]]], path: str | Path) -> None:
-    """One JSON object a line, each with the label of the run it belongs to."""
+@dataclass
+class TracedRun:
+    """One run's trace as a file holds it."""
+
+    decisions: list[Decision] = field(default_factory=list)
+    iterations: list[Iteration] = field(default_factory=list)
+
+
+def as_line(run: str, event: Decision | Iteration) -> str:
+    """One JSON line of a trace file: an iteration carries `duration_s`, a decision `kind`."""
+    return json.dumps({"run": run, **event.to_json()}) + "\n"
+
+
+def write_decisions(runs: Iterable[tuple[str, DecisionTrace | TracedRun]], path: str | Path) -> None:
+    """Every run's decisions and iterations, one JSON object a line, each with its run's label."""
     with open(path, "w") as f:
-        for run, decisions in runs:
-            for d in decisions:
-                f.write(json.dumps({"run": run, **d.to_json()}) + "\n")
+        for run, trace in runs:
+            for event in [*trace.decisions, *trace.iterations]:
+                f.write(as_line(run, event))
 
 
-def read_decisions(path: str | Path) -> dict[str, list[Decision]]:
-    """Each run's decisions, in order, from a file `write_decisions` wrote."""
-    runs: dict[str, list[Decision]] = {}
+def read_decisions(path: str | Path) -> dict[str, TracedRun]:
+    """Each run's trace, in order, from a file `write_decisions` (or a live run) wrote."""
+    runs: dict[str, TracedRun] = {}
     with open(path) as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
                 data = json.loads(line)
-                runs.setdefault(str(data["run"]), []).append(Decision.from_json(data))
-            except (ValueError, KeyError) as exc:
-                raise ValueError(f"{path}:{n}: not a decision ({exc})") from None
+                run = runs.setdefault(str(data["run"]), TracedRun())
+                if "duration_s" in data:
+                    run.iterations.append(Iteration.from_json(data))
+                else:
+                    run.decisions.append(Decision.from_json(data))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}:{n}: neither a decision nor an iteration ({exc})") from None
     return runs

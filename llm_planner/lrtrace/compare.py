@@ -30,6 +30,7 @@ from llm_planner.lrtrace.simulate import SimulationResult, planned_units, simula
 from llm_planner.sched.placement import PLACEMENTS
 from llm_planner.sched.queues import POLICIES
 from llm_planner.settings.config import FeaturesConfig, PlannerConfig
+from llm_planner.view.live_view import LiveView
 
 PAIRED_REFERENCE = "timely"  # the run the others are paired with, seed by seed
 
@@ -70,10 +71,10 @@ class Comparison:
     def records(self, label: str) -> list:
         return [r for s in self.runs[label] for r in s.records]
 
-    def decision_runs(self) -> list[tuple[str, list]]:
-        """(run label and seed, its decisions) of every run that traced them."""
-        return [(f"{label} seed {seed}", sim.decisions) for label, sims in self.runs.items()
-                for seed, sim in enumerate(sims) if sim.decisions]
+    def decision_runs(self) -> list[tuple[str, DecisionTrace]]:
+        """(run label and seed, its trace) of every run that traced its decisions."""
+        return [(f"{label} seed {seed}", sim.trace) for label, sims in self.runs.items()
+                for seed, sim in enumerate(sims) if sim.trace is not None]
 
     def by_label(self) -> dict[str, dict]:
         return {label: by_label(self.records(label)) for label in self.runs}
@@ -268,13 +269,14 @@ def executed_plan_stats(records, config: PlannerConfig) -> dict:
 def compare(source: WorkloadSource, runs_of: list[Variant], config: PlannerConfig, seeds: int,
             engine: Engine | None = None, tick: Callable[[str, int, float, float], None] | None = None,
             advance: Callable[[], None] | None = None, fail_rates: dict[str, float] | None = None,
-            replica_pool: ReplicaPool | None = None, trace_decisions: bool = False) -> Comparison:
+            replica_pool: ReplicaPool | None = None, trace_decisions: bool = False,
+            live_view: LiveView | None = None) -> Comparison:
     """Every variant on every seed's workload, each seed's runs starting one variant further
     on (on the real engine no policy always runs first). `tick(label, seed, simulated s, horizon s)`
     reports progress within a run, `advance()` the end of one. `fail_rates`: robots fail calls
     on purpose (catalog/faults.py); each run's results then hold `recovery`. `replica_pool`:
     the Ray actors that variants with several replicas run on. `trace_decisions`: each run keeps
-    its decision trace."""
+    its decision trace. `live_view`: every run sends its channels there, one after another."""
     if seeds < 1:
         raise ValueError("--seeds must be >= 1")
     tokenizer = load_tokenizer(config.tokenizer)
@@ -287,7 +289,8 @@ def compare(source: WorkloadSource, runs_of: list[Variant], config: PlannerConfi
                 lambda t, v=v, seed=seed, horizon=horizon: tick(v.label, seed, t, horizon))
             runs[v.label].append(simulate(workload, source.traces, v.policy, v.config, seed, tokenizer,
                                           progress=progress, engine=engine, fail_rates=fail_rates,
-                                          replica_pool=replica_pool, trace_decisions=trace_decisions))
+                                          replica_pool=replica_pool, trace_decisions=trace_decisions,
+                                          live_view=live_view))
             if advance is not None:
                 advance()
     comparison = Comparison(source.name, runs, {})

@@ -15,14 +15,14 @@ import heapq
 import itertools
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from tokenizers import Tokenizer
 
 from llm_planner.dispatch.robot_port import CallTimeSource, SimRobots
 from llm_planner.domain.clock import VirtualClock
-from llm_planner.domain.decisions import Decision, DecisionTrace
+from llm_planner.domain.decisions import DecisionTrace
 from llm_planner.domain.tasks import StatusUpdate, TaskRecord
 from llm_planner.engine import Engine, EngineStats
 from llm_planner.engine.factory import ReplicaPool, make_sim_engine
@@ -32,6 +32,7 @@ from llm_planner.planning.planner import Planner
 from llm_planner.planning.replicas import ReplicaSet
 from llm_planner.sched.queues import get_policy
 from llm_planner.settings.config import PlannerConfig
+from llm_planner.view.live_view import LiveView
 
 
 class EventQueue:
@@ -63,7 +64,8 @@ class SimulationResult:
     wall_s: float
     statuses: int
     deferred_admissions: int
-    decisions: list[Decision] = field(default_factory=list)  # the decision trace, where asked for
+    trace: DecisionTrace | None = None  # the decision trace, where asked for
+    admission_us: float = 0.0  # wall time of the planner's average batch decision
 
 
 def check_workload(workload: Workload, traces: TraceSet, config: PlannerConfig) -> dict[int, Trace]:
@@ -82,7 +84,8 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
              on_status: Callable[[StatusUpdate], None] | None = None,
              engine: Engine | None = None, plans: dict[str, str] | None = None,
              fail_rates: dict[str, float] | None = None,
-             replica_pool: ReplicaPool | None = None, trace_decisions: bool = False) -> SimulationResult:
+             replica_pool: ReplicaPool | None = None, trace_decisions: bool = False,
+             live_view: LiveView | None = None) -> SimulationResult:
     """Run the whole workload to the end; every task ends in a terminal state. `engine`: a real
     engine to reuse across runs (reset here); default: a new `sim` engine. `plans`: task id ->
     plan for the sim engine to replay instead of the trace's (e.g. what a real engine
@@ -90,7 +93,8 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
     prompt cached, as the planner node warms its engine before it takes tasks. `fail_rates`:
     robots fail calls on purpose (catalog/faults.py). `replica_pool`: with more than one
     replica configured, they are its Ray actors (the real engine's replicas must be); default:
-    sim engines in this process. `trace_decisions`: keep the planner's decision trace in the result."""
+    sim engines in this process. `trace_decisions`: keep the planner's decision trace in the result.
+    `live_view`: send the run's channels there (view/live_view.py) as it goes."""
     by_id = check_workload(workload, traces, config)
     clock = VirtualClock()
     events = EventQueue()
@@ -118,10 +122,12 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
         if on_status is not None:
             on_status(update)
 
-    trace = DecisionTrace() if trace_decisions else None
+    trace = live_view.new_trace() if live_view is not None else DecisionTrace() if trace_decisions else None
     planner = Planner(config, get_policy(policy), engine, clock,
                       lambda listener: SimRobots(events.push, clock.now, times, listener), count_status,
                       decisions=trace)
+    if live_view is not None:
+        live_view.watch(planner)
     for job in workload.jobs:
         request = job_request(job, by_id[job.trace_id], config, with_plan=recorded)
         if plans and request.task_id in plans:
@@ -142,14 +148,19 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
             clock.advance_to(events.next_time())
         else:
             break
+        if live_view is not None:
+            live_view.tick(clock.now())
         if progress is not None and clock.now() - last_report >= 1.0:
             last_report = clock.now()
             progress(clock.now())
+    if live_view is not None:
+        live_view.tick(clock.now(), force=True)
     if planner.active_tasks:
         raise RuntimeError(f"simulation ended with {planner.active_tasks} unfinished tasks")
     return SimulationResult(policy, seed, workload.name, list(planner.records.values()), planner.replicas.stats,
                             clock.now(), time.perf_counter() - wall0, statuses, planner.deferred_admissions,
-                            trace.decisions if trace is not None else [])
+                            trace,
+                            planner.admission_s / max(1, planner.admissions) * 1e6)
 
 
 def planned_units(records: list[TaskRecord], config: PlannerConfig) -> dict[str, int]:

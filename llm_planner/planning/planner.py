@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
@@ -27,7 +28,7 @@ from llm_planner.dispatch.dispatcher import Dispatcher, RobotWork
 from llm_planner.dispatch.release import EXEC_PERCENTILES, Outlook, best_hold, release_utility
 from llm_planner.dispatch.robot_port import RobotListener, RobotPort
 from llm_planner.domain.clock import Clock
-from llm_planner.domain.decisions import DecisionTrace, Kind, Reason
+from llm_planner.domain.decisions import DecisionTrace, Iteration, Kind, Reason
 from llm_planner.domain.tasks import (
     DispatchedSegment,
     StatusUpdate,
@@ -35,7 +36,7 @@ from llm_planner.domain.tasks import (
     TaskRequest,
     TaskState,
 )
-from llm_planner.engine.base import Continuation, Engine, EngineError, GenerationRequest, TokenOutput
+from llm_planner.engine.base import Continuation, Engine, EngineError, GenerationRequest, StepResult, TokenOutput
 from llm_planner.planning.intake import instruction_problem
 from llm_planner.planning.prompts import plan_request, shared_request
 from llm_planner.planning.replan import Failure, describe, failure_of, follow_up_request, refusal, replanned_message
@@ -153,6 +154,9 @@ class Planner:
         self._gens: dict[str, PlanGeneration] = {}
         # per replica: running mean of its real iteration time (prefills included)
         self.recent_step_s = [0.0] * len(self.replicas)
+        self.admission_s = 0.0  # wall time spent choosing each iteration's batch (the cost of scheduling)
+        self.admissions = 0  # how many times it was chosen
+        self._joined: dict[int, int] = {}  # per replica, generations that joined its next iteration (traced)
         self._types: dict[str, tuple[SkillSet, ExecModel]] = {}
         self._gen_time: dict[tuple[str, bool], float] = {}
         for name, rt in config.robot_types.items():
@@ -363,11 +367,17 @@ class Planner:
         """One engine iteration; False when there was nothing to run. `until_s`: the next
         outside event (an arrival, a robot's report), which replicas running side by side do
         not step past."""
+        started = time.perf_counter()
         self._admit(self.clock.now())
+        self.admission_s += time.perf_counter() - started
+        self.admissions += 1
+        batches = self._batches_now() if self.decisions is not None else None
         event = self.replicas.step(self.clock, until_s)
         if event is None:
             return False
         replica = event.replica
+        if batches is not None and event.result is not None:
+            self._trace_iteration(event.replica, event.result, event.elapsed_s, batches[replica.index])
         if event.error is not None:  # a fault inside an engine loses its generations, not the planner
             self._restart_engine(replica, event.error)
             return True
@@ -380,6 +390,20 @@ class Planner:
             if gen is not None:
                 self._on_token(gen, out, now)
         return True
+
+    def _batches_now(self) -> list[tuple[float, tuple[str, ...], int]]:
+        """Per replica, before its iteration: (now, its batch, the context it attends)."""
+        now = self.clock.now()
+        return [(now, tuple(r.engine.running), sum(r.engine.context_tokens(g) for g in r.engine.running))
+                for r in self.replicas]
+
+    def _trace_iteration(self, replica: Replica, result: StepResult, elapsed_s: float,
+                         before: tuple[float, tuple[str, ...], int]) -> None:
+        started_s, members, context = before
+        self.decisions.iteration(Iteration(
+            round(started_s, 6), replica.index, round(elapsed_s, 6),
+            round(replica.engine.predict_step_s(max(1, len(members)), context), 6), members, result.prefill_tokens,
+            self._joined.pop(replica.index, 0)))
 
     def _restart_engine(self, replica: Replica, exc: Exception) -> None:
         """Restart the engine and warm it up again. The generations that were inside it lost
@@ -523,6 +547,8 @@ class Planner:
                 self._finish(gen, TaskState.FAILED, f"engine error: {exc}")
                 continue
             gen.run_started_s = now
+            if self.decisions is not None:
+                self._joined[replica.index] = self._joined.get(replica.index, 0) + 1
             self._emit(gen.record, TaskState.GENERATING, segment_index=len(gen.record.segments))
 
     def _move(self, gen: PlanGeneration, to: Replica, urgency: float) -> None:
@@ -758,6 +784,11 @@ class Planner:
     def _publish(self, update: StatusUpdate) -> None:
         if self.on_status is not None:
             self.on_status(update)
+
+    @property
+    def generations(self) -> list[PlanGeneration]:
+        """The tasks still planned or executed, in arrival order."""
+        return list(self._gens.values())
 
     @property
     def active_tasks(self) -> int:

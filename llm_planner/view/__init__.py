@@ -1,0 +1,1 @@
+"""What a fleet operator watches: the planner state as Foxglove channels, live or in MCAP."""
