@@ -47,9 +47,12 @@ $(BUILT): $(STAMP) $(wildcard interfaces/llm_planner_interfaces/*/*) interfaces/
 # replayed live once under `timely` and once under `vllm`, recorded and reported. The workload
 # was written for the AVX-512 machine's engine; on a slower CPU its arrivals are spread by
 # how much slower this machine's engine is, and the grace time follows the engine's speed.
+# While it runs, Foxglove shows it live at ws://127.0.0.1:8765 (the "live view at" line says
+# where, should that port be taken; docs/live-view.md).
 demo: setup
 	$(ENV) lrtrace replay config/jobs/urgent_under_load.yaml --traces config/traces/timely_tasks.yaml \
 	  --start-fleet --engine vllm --policies timely,vllm --idle-check --record out/demo.mcap --json out/demo.json \
+	  --live-view 8765 \
 	  --pace-engine smollm2-135m-instruct-bfloat16-cpu-avx512-bf16
 	# Five held-out tasks: the planner model's plans beside its base model's, and whether each does the task.
 	$(ENV) llm-planner plans config/tuning/examples.jsonl --engine vllm --against smollm2-135m-instruct \

@@ -7,8 +7,10 @@ entries: G per skill set (the default, `predictor: none`), and G per task from t
 predictor (log-uniform 0.05-2 s, on the queue's grid, `predictor: auto`).
 
 Then the decision trace's cost: a whole simulated workload (WID2, `timely`) with the trace
-off and on, runs alternating. It prints the planner's batch decision (each iteration's
-admissions, preemptions and shrinking) in microseconds and the whole run's wall time, each on over off.
+off, on, sent to a live view (a Foxglove server with no client), and to a live view writing
+MCAP, runs interleaved. It prints the planner's batch decision (each iteration's admissions,
+preemptions and shrinking) in microseconds, the whole run's wall time, each against off, and
+the live view's own time per event sent and per snapshot.
 Usage: python benchmarks/scheduling_cost.py [--sizes 1,8,100,1000] [--decisions 2000] [--trace-runs 5]
 """
 
@@ -17,12 +19,15 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import tempfile
 import time
+from pathlib import Path
 
 from llm_planner.domain.tuf import Tuf
 from llm_planner.lrtrace.composer import compose_preset, load_preset, mean_exec_times, preset_traces
 from llm_planner.lrtrace.simulate import simulate
 from llm_planner.settings.config import load_planner_config
+from llm_planner.view.live_view import LiveView
 from llm_planner.sched.queues import PudQueue, QueueEntry, bucket_gen_time
 from llm_planner.testing.bench_result import write_bench_result
 from llm_planner.testing.naive_queue import NaiveRebuildQueue
@@ -61,34 +66,58 @@ def per_decision_us(queue_cls, size: int, decisions: int, seed: int, predicted: 
     return elapsed / decisions * 1e6, picks
 
 
-def traced_run(workload, traces, config, trace: bool) -> tuple[float, float, int]:
-    """(microseconds per batch decision, wall seconds, decisions traced) of one simulated run."""
+MODES = ("off", "trace", "live view", "live view + MCAP")
+
+
+def traced_run(workload, traces, config, mode: str, folder: Path) -> dict:
+    """One simulated run with the trace off, on, or sent to a live view (a server with no
+    client; and an MCAP file): microseconds per batch decision, the run's wall seconds, the
+    events traced, and the live view's own time per event and per snapshot."""
+    view = None
+    if mode.startswith("live view"):
+        view = LiveView(port=0, mcap=folder / "view.mcap" if "MCAP" in mode else None)
     t0 = time.perf_counter()
-    result = simulate(workload, traces, "timely", config, 0, trace_decisions=trace)
-    return result.admission_us, time.perf_counter() - t0, len(result.trace.decisions) if trace else 0
+    result = simulate(workload, traces, "timely", config, 0, trace_decisions=mode == "trace", live_view=view)
+    wall = time.perf_counter() - t0
+    events = len(result.trace.decisions) + len(result.trace.iterations) if result.trace else 0
+    run = {"decision_us": result.admission_us, "run_s": wall, "events": events}
+    if view is not None:
+        view.close()
+        run.update(view_us_per_event=view.event_s / events * 1e6, view_ms_per_snapshot=view.snapshot_s /
+                   view.snapshots * 1e3)
+    return run
 
 
 def trace_cost(runs: int) -> tuple[dict, dict]:
     config = load_planner_config()
     traces = preset_traces(load_preset("wid2"))
     workload = compose_preset(load_preset("wid2"), 0, traces, mean_exec_times(traces, config.robot_types))
-    traced_run(workload, traces, config, False)  # warm caches (tokenizer, grammar, skill sets)
-    off, on = [], []
-    for _ in range(runs):
-        off.append(traced_run(workload, traces, config, False))
-        on.append(traced_run(workload, traces, config, True))
-    decision_off, decision_on = (statistics.median(r[0] for r in x) for x in (off, on))
-    wall_off, wall_on = (statistics.median(r[1] for r in x) for x in (off, on))
-    print(f"decision trace, WID2 under timely, median of {runs} runs each, alternating:")
-    print(f"{'':>8} {'decision us':>12} {'run wall s':>11}")
-    print(f"{'off':>8} {decision_off:>12.1f} {wall_off:>11.3f}")
-    print(f"{'on':>8} {decision_on:>12.1f} {wall_on:>11.3f}   ({on[0][2]} decisions traced)")
-    print(f"{'on/off':>8} {decision_on / decision_off:>11.3f}x {wall_on / wall_off:>10.3f}x")
-    figures = {"trace/decision_off_us": round(decision_off, 2), "trace/decision_on_us": round(decision_on, 2),
-               "trace/run_off_s": round(wall_off, 4), "trace/run_on_s": round(wall_on, 4),
-               "trace/decisions": on[0][2]}
-    ratios = {"trace/decision_on_over_off": round(decision_on / decision_off, 3),
-              "trace/run_on_over_off": round(wall_on / wall_off, 3)}
+    with tempfile.TemporaryDirectory() as folder:
+        for mode in MODES:  # warm caches (tokenizer, grammar, skill sets, the server's runtime)
+            traced_run(workload, traces, config, mode, Path(folder))
+        measured = {mode: [] for mode in MODES}
+        for _ in range(runs):
+            for mode in MODES:
+                measured[mode].append(traced_run(workload, traces, config, mode, Path(folder)))
+    median = {mode: {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+              for mode, rows in measured.items()}
+    off = median["off"]
+    print(f"decision trace and live view, WID2 under timely ({median['trace']['events']:.0f} decisions and "
+          f"iterations), median of {runs} runs each, interleaved; the live view snapshots every "
+          "0.1 s of simulated time:")
+    print(f"{'':>17} {'decision us':>12} {'x off':>6} {'run wall s':>11} {'x off':>6} {'view us/event':>14} "
+          f"{'view ms/snapshot':>17}")
+    figures, ratios = {"trace/events": median["trace"]["events"]}, {}
+    for mode, m in median.items():
+        view = (f"{m['view_us_per_event']:>14.1f} {m['view_ms_per_snapshot']:>17.2f}" if "view_us_per_event" in m
+                else f"{'':>14} {'':>17}")
+        print(f"{mode:>17} {m['decision_us']:>12.1f} {m['decision_us'] / off['decision_us']:>5.2f}x "
+              f"{m['run_s']:>11.3f} {m['run_s'] / off['run_s']:>5.2f}x {view}")
+        key = mode.replace(" + ", "_").replace(" ", "_")
+        figures.update({f"trace/{key}/{name}": round(value, 3) for name, value in m.items() if name != "events"})
+        if mode != "off":
+            ratios[f"trace/{key}/decision_over_off"] = round(m["decision_us"] / off["decision_us"], 3)
+            ratios[f"trace/{key}/run_over_off"] = round(m["run_s"] / off["run_s"], 3)
     return figures, ratios
 
 
@@ -96,7 +125,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,8,100,1000")
     parser.add_argument("--decisions", type=int, default=2000)
-    parser.add_argument("--trace-runs", type=int, default=5, help="runs each with the decision trace off and on")
+    parser.add_argument("--trace-runs", type=int, default=5, help="runs of each: trace off, on, live view, live view + MCAP")
     parser.add_argument("--json", help="result file (default out/bench/scheduling_cost.json)")
     args = parser.parse_args()
     figures, ratios = {}, {}

@@ -4,12 +4,14 @@ reading the recording back."""
 import json
 import re
 
+import jsonschema
 import pytest
 import ros_fixtures  # noqa: F401  (requires the built workspace)
 
 from llm_planner.commands.lrtrace import main
 from llm_planner.domain.tasks import TaskState
 from llm_planner.ros.replay import read_recording, read_tasks
+from llm_planner.view.channels import DECISIONS, SCHEMAS
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -17,8 +19,10 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 def test_replay_record_report(tmp_path, capsys):
     rec, out = tmp_path / "run.mcap", tmp_path / "live.json"
     rc = main(["replay", "live1", "--start-fleet", "--duration", "10", "--quiet", "--record", str(rec),
-               "--json", str(out), "--compare-sim", "--grace", "60", "--idle-check"])
+               "--json", str(out), "--compare-sim", "--grace", "60", "--idle-check", "--live-view", "0"])
     assert rc == 0
+    captured = capsys.readouterr()
+    assert re.search(r"live view at ws://127\.0\.0\.1:\d+", captured.err)
     result = json.loads(out.read_text())
     live, sim = result["timely"], result["timely (sim)"]  # the keys of `compare --json`
     assert live["all"]["tasks"] == sim["all"]["tasks"] > 0
@@ -31,12 +35,34 @@ def test_replay_record_report(tmp_path, capsys):
     tasks, statuses = read_recording(rec)
     assert len(tasks) == live["all"]["tasks"]
     assert {m.task_id for _, m in statuses if m.state == 4} == {m.task_id for _, m in tasks}
-    printed = capsys.readouterr().out
+    printed = captured.out
     assert "live vs simulated" in printed and "largest live - simulated response (timely)" in printed
     report_json = tmp_path / "report.json"
     assert main(["report", str(rec), "--json", str(report_json)]) == 0
     reported = json.loads(report_json.read_text())["timely"]
     assert reported == {k: v for k, v in live.items() if k != "urgent_first_action"}
+    # the recording holds the live view's channels, as Foxglove shows them live
+    view = recorded_view(rec)
+    assert set(view) == set(SCHEMAS)
+    for topic, messages in view.items():
+        for message in messages:
+            jsonschema.validate(message, SCHEMAS[topic])
+    ended = {d["task_id"] for d in view[DECISIONS] if d["kind"] == "ended" and d["reason"] == "succeeded"}
+    assert ended == {m.task_id for _, m in tasks}
+    capsys.readouterr()
+    assert main(["explain", str(rec), "--task", sorted(ended)[0]]) == 0
+    timeline = capsys.readouterr().out.splitlines()
+    assert " queued " in timeline[1] and " ended " in timeline[-1] and "succeeded" in timeline[-1]
+
+
+def recorded_view(path) -> dict[str, list[dict]]:
+    from mcap.reader import make_reader
+
+    messages: dict[str, list[dict]] = {}
+    with open(path, "rb") as f:
+        for _, channel, message in make_reader(f).iter_messages(topics=list(SCHEMAS)):
+            messages.setdefault(channel.topic, []).append(json.loads(message.data))
+    return messages
 
 
 def test_replay_of_one_level_sends_only_its_jobs(tmp_path):

@@ -307,7 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "this machine's profile)")
     p.add_argument("--fail-rate", type=fail_rates, metavar="RATES",
                    help="with --start-fleet: the simulated robots fail calls on purpose (see compare)")
-    p.add_argument("--record", help="MCAP file (default out/<workload>-live.mcap)")
+    p.add_argument("--record", help="MCAP file (default out/<workload>-live.mcap); with --start-fleet it also holds "
+                                    "the live view's channels")
+    p.add_argument("--live-view", type=int, metavar="PORT",
+                   help="with --start-fleet: serve the live view to Foxglove on 127.0.0.1:PORT (0: any free port)")
     p.add_argument("--compare-sim", action="store_true", help="also simulate the workload and print the differences")
     p.add_argument("--idle-check", action="store_true",
                    help="first run each urgent task of the workload alone on the idle planner, and print its "

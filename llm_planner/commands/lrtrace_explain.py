@@ -1,16 +1,20 @@
 """`lrtrace explain`: a task's scheduling decisions with their reasons, or the late tasks and
-the decision that cost each most, from a decision trace (`compare`/`simulate --decisions`)."""
+the decision that cost each most, from a decision trace (`compare`/`simulate --decisions`) or
+a recording that holds the live view's channels (`replay --record`, `--view-mcap`)."""
 
 from __future__ import annotations
 
 from llm_planner.commands.lrtrace_shared import stdout
+from pathlib import Path
+
 from llm_planner.domain.decisions import read_decisions
+from llm_planner.view.channels import read_view_recording
 from llm_planner.lrtrace.explain import describe, describe_late, late_tasks, timeline
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("explain", help="why a task waited: its decisions with their reasons, from a decision trace")
-    p.add_argument("decisions", help="the file `compare`/`simulate --decisions FILE` wrote")
+    p.add_argument("decisions", help="the file `compare`/`simulate --decisions FILE` wrote, or an MCAP recording")
     p.add_argument("--run", help="which run of the file (default: the first; the runs are listed)")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--task", help="the task whose timeline to print")
@@ -21,8 +25,9 @@ def add_parser(sub) -> None:
 
 
 def cmd_explain(args) -> int:
-    runs = read_decisions(args.decisions)
-    if not runs:
+    path = Path(args.decisions)
+    runs = {path.stem: read_view_recording(path)} if path.suffix == ".mcap" else read_decisions(path)
+    if not any(run.decisions for run in runs.values()):
         raise ValueError(f"{args.decisions} holds no decisions")
     run = args.run or next(iter(runs))
     if run not in runs:

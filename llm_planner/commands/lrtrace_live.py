@@ -118,6 +118,9 @@ def cmd_replay(args) -> int:
             of_runs = "" if args.repeat == 1 else f"run {repeat + 1}/{args.repeat}"
             name = f"{policy} ({of_runs})" if of_runs else policy
             run_config = config.model_copy(update={"policy": policy})
+            if args.start_fleet:  # the planner publishes its live view: the recording holds its channels too
+                run_config.live_view = run_config.live_view.model_copy(update={
+                    "publish": True, **({"port": args.live_view} if args.live_view is not None else {})})
             record_path = _record_path(args, source.name, policy, policies, repeat)
             with progress_bar(args.quiet) as progress:
                 label = f"{source.name} live ({policy}, {of_runs})" if of_runs else f"{source.name} live ({policy})"

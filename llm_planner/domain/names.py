@@ -7,6 +7,7 @@ import re
 
 TASKS_TOPIC = "/llm_planner/tasks"
 STATUS_TOPIC = "/llm_planner/status"
+VIEW_TOPIC = "/llm_planner/view"  # the live view's channels, for recorders (one ViewMessage each)
 
 
 def execute_segment_action(robot_id: str) -> str:

@@ -647,7 +647,7 @@ class Planner:
     def _trace_release(self, gen: PlanGeneration, outlook: Outlook, hold_for: int, now: float) -> None:
         """The hold rule's comparison: expected utility sent now against held for `hold_for` more segments."""
         figures = dict(segments=len(gen.held), send_now=round(release_utility(outlook, 0), 4),
-                       robot_free_in_s=round(outlook.robot_free_s - now, 4))
+                       robot_free_in_s=round(max(0.0, outlook.robot_free_s - now), 4))  # 0: idle now
         if hold_for > 0:
             self.decisions.record(now, gen.task_id, Kind.HELD, Reason.HOLD_RULE, hold_for=hold_for,
                                   held=round(release_utility(outlook, hold_for), 4), **figures)

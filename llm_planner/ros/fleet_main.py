@@ -192,7 +192,11 @@ def main(argv: list[str] | None = None) -> int:
                                                      "(default: timely_tasks; repeatable)")
     p.add_argument("--exec-samples", help="on exit, write every measured call time to this CSV "
                                           "(input of `llm-planner fit`)")
+    p.add_argument("--live-view", type=int, metavar="PORT",
+                   help="serve the live view to Foxglove on 127.0.0.1:PORT (0: any free port)")
     args, argv = _parse(p, argv)
+    if args.live_view is not None:  # as a parameter, over a params file's
+        argv += ["--ros-args", "-p", f"live_view.port:={args.live_view}"]
     try:
         config = load_planner_config(args.config, policy=args.policy, engine=args.engine)
         fleet = load_fleet(args.fleet)
@@ -208,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     threading.Thread(target=planner_node.wait_for_robots, daemon=True).start()
     print(f"fleet up: planner + {len(fleet.robots)} robots ({', '.join(r.id for r in fleet.robots)}); "
           f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}. Ctrl-C to stop.", flush=True)
+    if planner_node.view is not None and planner_node.view.url:
+        print(f"live view: open {planner_node.view.url} in Foxglove (Open connection, Foxglove WebSocket; "
+              "layout config/foxglove/llm_planner.json)", flush=True)
     samples = planner_node.planner.exec_samples
     _spin_until_signal(nodes)
     if args.exec_samples:

@@ -81,6 +81,10 @@ def replay_live(config: PlannerConfig, name: str, workload: Workload, traces: Tr
                 fleet = Fleet(config, fleet_config, traces=[str(traces_file)], engine=engine).start()
                 if fleet.unreachable:
                     raise RuntimeError(f"robots did not come up: {fleet.unreachable}")
+                view = fleet.planner_node.view
+                if view is not None and view.url:
+                    say(f"{config.policy}: live view at {view.url} (Foxglove: Open connection, Foxglove WebSocket; "
+                        "layout config/foxglove/llm_planner.json)")
             client = TaskClient("lrtrace_replay")
             spinning = spin_node(client)
             if not client.wait_for_planner(PLANNER_WAIT_S):

@@ -11,14 +11,14 @@ import itertools
 import time
 from typing import Callable
 
-from llm_planner_interfaces.msg import Task, TaskStatus
+from llm_planner_interfaces.msg import Task, TaskStatus, ViewMessage
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from llm_planner.catalog.skills import load_skill_set
 from llm_planner.dispatch.robot_port import RobotListener
 from llm_planner.domain.clock import WallClock
-from llm_planner.domain.names import STATUS_TOPIC, TASKS_TOPIC
+from llm_planner.domain.names import STATUS_TOPIC, TASKS_TOPIC, VIEW_TOPIC
 from llm_planner.domain.tasks import StatusUpdate
 from llm_planner.engine import Engine
 from llm_planner.engine.factory import ReplicaPool, make_watched_engine
@@ -37,6 +37,7 @@ from llm_planner.sched.queues import get_policy
 from llm_planner.settings.config import PlannerConfig
 from llm_planner.settings.fleet import FleetConfig
 from llm_planner.settings.model_file import ConfigError
+from llm_planner.view.live_view import SNAPSHOT_PERIOD_S, LiveView
 
 
 def robot_port_factory(config: PlannerConfig, fleet: FleetConfig, post, clock: WallClock, hops: HopLog,
@@ -79,9 +80,14 @@ class PlannerNode(Node):
             self._engine = engine = make_watched_engine(config, self.clock, engine)
         self._status_pub = self.create_publisher(TaskStatus, STATUS_TOPIC, TOPIC)
         self.hops = HopLog.from_env(node_name)
+        self.view = self._live_view(config.live_view) if config.live_view.enabled else None
         self.planner = Planner(config, get_policy(config.policy), engine, self.clock,
                                robot_port_factory(config, fleet, self._post, self.clock, self.hops, node_name),
-                               self._publish, keep_finished=config.finished_tasks_kept)
+                               self._publish, keep_finished=config.finished_tasks_kept,
+                               decisions=self.view.new_trace() if self.view is not None else None)
+        if self.view is not None:
+            self.view.watch(self.planner, [r.id for r in fleet.robots])
+            self._view_timer = self.create_timer(SNAPSHOT_PERIOD_S, self._tick_view)
         self.port: LiveRobotPort = self.planner.robots
         try:
             self.planner.warm_up()
@@ -101,6 +107,22 @@ class PlannerNode(Node):
             engine_name += f", {config.replicas} replicas on Ray, placement {config.placement}"
         self.get_logger().info(f"policy {config.policy}, engine {config.engine} ({engine_name}), "
                                f"{len(fleet.robots)} robots, {len(self.plans)} recorded plans")
+        if self.view is not None and self.view.url:
+            self.get_logger().info(f"live view: open {self.view.url} in Foxglove (Open connection, Foxglove "
+                                   "WebSocket; layout config/foxglove/llm_planner.json)")
+
+    def _live_view(self, settings) -> LiveView:
+        """The live view's server, and its channels on /llm_planner/view where `publish` asks."""
+        sink = None
+        if settings.publish:
+            publisher = self.create_publisher(ViewMessage, VIEW_TOPIC, TOPIC)
+
+            def sink(channel: str, data: str) -> None:
+                publisher.publish(ViewMessage(channel=channel, data=data))
+        return LiveView(settings.port if settings.port >= 0 else None, sink=sink, time_ns=time.time_ns)
+
+    def _tick_view(self) -> None:
+        self.driver.post(lambda: self.view.tick(self.clock.now()))
 
     @property
     def link_nodes(self) -> list[Node]:
@@ -146,6 +168,8 @@ class PlannerNode(Node):
 
     def destroy_node(self) -> None:
         self.driver.stop()
+        if self.view is not None:
+            self.view.close()
         self._engine.close()
         self.hops.write()
         self.port.close()

@@ -1,9 +1,11 @@
 """LRTrace over ROS 2: replay a workload's tasks to a running fleet at their arrival times,
 record /llm_planner/tasks and /llm_planner/status to MCAP (ros2msg schemas, CDR, readable by
-standard MCAP/rosbag2 tools), and rebuild task records from a recording for `report`."""
+standard MCAP/rosbag2 tools) with the live view's JSON channels where the planner publishes
+them, and rebuild task records from a recording for `report`."""
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import threading
@@ -14,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from llm_planner.catalog.skills import load_skill_set
-from llm_planner.domain.names import STATUS_TOPIC, TASKS_TOPIC
+from llm_planner.domain.names import STATUS_TOPIC, TASKS_TOPIC, VIEW_TOPIC
 from llm_planner.domain.tasks import TaskRecord, TaskRequest, TaskState
 from llm_planner.lrtrace.formats import TraceSet, Workload
 from llm_planner.lrtrace.jobs import job_fields
@@ -25,6 +27,7 @@ from llm_planner.planning.segmenter import split_segments
 from llm_planner.ros.messages import task_fields
 from llm_planner.settings.config import PlannerConfig
 from llm_planner.settings.paths import data_path
+from llm_planner.view.channels import SCHEMA_NAMES, SCHEMAS
 
 _SEPARATOR = "=" * 80
 _TIME_DEF = "int32 sec\nuint32 nanosec\n"
@@ -47,10 +50,12 @@ def schemas() -> dict[str, tuple[str, str]]:
 
 
 class Recorder:
-    """Subscribes to the planner's topics and writes every message, serialized, to MCAP."""
+    """Subscribes to the planner's topics and writes every message, serialized, to MCAP; the
+    live view's messages (/llm_planner/view) go to their own JSON channels, as Foxglove shows
+    them live."""
 
     def __init__(self, node, path: str | Path) -> None:
-        from llm_planner_interfaces.msg import Task, TaskStatus
+        from llm_planner_interfaces.msg import Task, TaskStatus, ViewMessage
         from mcap.writer import Writer
 
         from llm_planner.ros.qos import TOPIC
@@ -66,10 +71,18 @@ class Recorder:
         for topic, (type_name, definition) in schemas().items():
             schema = self._writer.register_schema(type_name, "ros2msg", definition.encode())
             self._channels[topic] = self._writer.register_channel(topic, "cdr", schema)
+        for topic, json_schema in SCHEMAS.items():
+            schema = self._writer.register_schema(SCHEMA_NAMES[topic], "jsonschema", json.dumps(json_schema).encode())
+            self._channels[topic] = self._writer.register_channel(topic, "json", schema)
         self._subs = [node.create_subscription(Task, TASKS_TOPIC, lambda d: self._write(TASKS_TOPIC, d), TOPIC,
                                                raw=True),
                       node.create_subscription(TaskStatus, STATUS_TOPIC, lambda d: self._write(STATUS_TOPIC, d), TOPIC,
-                                               raw=True)]
+                                               raw=True),
+                      node.create_subscription(ViewMessage, VIEW_TOPIC, self._write_view, TOPIC)]
+
+    def _write_view(self, msg) -> None:
+        if msg.channel in SCHEMAS:
+            self._write(msg.channel, msg.data.encode())
 
     def _write(self, topic: str, data: bytes) -> None:
         now = time.time_ns()

@@ -140,6 +140,17 @@ class RayConfig(_Strict):
                                     "cluster has GPUs (sim replicas hold none)")
 
 
+class LiveViewConfig(_Strict):
+    port: int = Field(default=-1, ge=-1, le=65535, description="live node: serve the live view to Foxglove on "
+                      "127.0.0.1 at this port (0: any free port, -1: no server)")
+    publish: bool = Field(default=False, description="live node: also publish the live view's channels on "
+                          "/llm_planner/view, where `lrtrace record` and `lrtrace replay --record` write them to MCAP")
+
+    @property
+    def enabled(self) -> bool:
+        return self.port >= 0 or self.publish
+
+
 class PlannerConfig(_Strict):
     policy: PolicyName = Field(default=PolicyName.TIMELY, description="the scheduling policy")
     engine: Literal["sim", "vllm"] = Field(default="sim", description="sim (recorded plans, profiled timing) or "
@@ -177,6 +188,7 @@ class PlannerConfig(_Strict):
     features: FeaturesConfig = FeaturesConfig()
     rtlm: RtlmConfig = RtlmConfig()
     replan: ReplanConfig = ReplanConfig()
+    live_view: LiveViewConfig = LiveViewConfig()
 
     @model_validator(mode="after")
     def _unique_levels(self) -> PlannerConfig:

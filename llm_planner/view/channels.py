@@ -4,11 +4,16 @@ a recorder or a test can build the same messages."""
 
 from __future__ import annotations
 
+import json
 import math
-from typing import TYPE_CHECKING
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
 
-from llm_planner.domain.decisions import Decision, Iteration
-from llm_planner.domain.tasks import TaskState
+from llm_planner.domain.decisions import Decision, Iteration, Kind, TracedRun
+from llm_planner.domain.tasks import TaskRecord
 
 if TYPE_CHECKING:
     from llm_planner.planning.planner import Planner
@@ -18,6 +23,7 @@ TASKS, ROBOTS, QUEUE, BATCH, DECISIONS, UTILITY = (f"{PREFIX}/{name}" for name i
                                                    ("tasks", "robots", "queue", "batch", "decisions", "utility"))
 QUEUE_SHOWN = 10  # the ready queue's top entries
 FINISHED_SHOWN = 20  # the tasks table keeps the latest finished tasks beside the active ones
+RESPONSES_KEPT = 100  # a level's response median is over its latest finished tasks
 ACTIVITIES = ("idle", "executing", "sent_not_started", "waiting_for_planner")
 
 _NUMBER = {"type": "number"}
@@ -44,17 +50,29 @@ SCHEMAS: dict[str, dict] = {
     BATCH: _object({"t_s": _NUMBER, "replica": _INT, "members": {"type": "array", "items": _STRING},
                     "size": _INT, "step_s": _NUMBER, "predicted_s": _NUMBER, "prefill_tokens": _INT,
                     "started": _INT}),
-    DECISIONS: _object({"t_s": _NUMBER, "task_id": _STRING, "kind": _STRING, "reason": _STRING,
-                        "figures": {"type": "object"}, "text": _STRING}),
+    # The fields of Foxglove's well-known foxglove.Log (its Log panel lists the decisions), then the
+    # decision's own.
+    DECISIONS: _object({"timestamp": _object({"sec": _INT, "nsec": _INT}), "level": _INT, "message": _STRING,
+                        "name": _STRING, "file": _STRING, "line": _INT, "t_s": _NUMBER, "task_id": _STRING,
+                        "kind": _STRING, "reason": _STRING, "figures": {"type": "object"}}),
     UTILITY: _object({"t_s": _NUMBER, "levels": {"type": "object", "additionalProperties": _object(
-        {"utility": _NUMBER, "max_utility": _NUMBER, "percent_of_max": _NUMBER, "tasks": _INT})}}),
+        {"utility": _NUMBER, "max_utility": _NUMBER, "percent_of_max": _NUMBER, "tasks": _INT,
+         "response_p50_s": {"type": ["number", "null"]}})}}),
 }
+SCHEMA_NAMES = {topic: "foxglove.Log" if topic == DECISIONS else f"llm_planner.view.{topic.rsplit('/', 1)[1]}"
+                for topic in SCHEMAS}
+_LOG_INFO, _LOG_WARNING = 2, 3  # foxglove.Log levels
+_WAITS = (Kind.DEFERRED, Kind.SUSPENDED, Kind.HELD, Kind.LOST_UTILITY)
 
 
-def decision_message(d: Decision) -> dict:
+def decision_message(d: Decision, stamp_ns: int) -> dict:
+    """A decision as a log line (a wait or a loss as a warning) with its fields."""
     figures = " ".join(f"{k}={v}" for k, v in d.figures.items())
-    return {"t_s": d.t_s, "task_id": d.task_id, "kind": d.kind.value, "reason": d.reason.value,
-            "figures": d.figures, "text": f"{d.task_id} {d.kind.value} ({d.reason.value}) {figures}".rstrip()}
+    sec, nsec = divmod(stamp_ns, 1_000_000_000)
+    return {"timestamp": {"sec": sec, "nsec": nsec}, "level": _LOG_WARNING if d.kind in _WAITS else _LOG_INFO,
+            "message": f"{d.task_id} {d.kind.value} ({d.reason.value}) {figures}".rstrip(), "name": d.task_id,
+            "file": "", "line": 0, "t_s": d.t_s, "task_id": d.task_id, "kind": d.kind.value,
+            "reason": d.reason.value, "figures": d.figures}
 
 
 def batch_message(i: Iteration) -> dict:
@@ -63,14 +81,34 @@ def batch_message(i: Iteration) -> dict:
             "started": i.started}
 
 
+def iteration_of(message: dict) -> Iteration:
+    """The engine iteration a batch message tells of."""
+    return Iteration(message["t_s"], message["replica"], message["step_s"], message["predicted_s"],
+                     tuple(message["members"]), message["prefill_tokens"], message["started"])
+
+
+def read_view_recording(path: str | Path) -> TracedRun:
+    """The decisions and iterations in an MCAP file holding the live view's channels."""
+    from mcap.reader import make_reader
+
+    run = TracedRun()
+    with open(path, "rb") as f:
+        for _, channel, message in make_reader(f).iter_messages(topics=[DECISIONS, BATCH]):
+            data = json.loads(message.data)
+            if channel.topic == DECISIONS:
+                run.decisions.append(Decision.from_json(data))
+            else:
+                run.iterations.append(iteration_of(data))
+    return run
+
+
 def _finite(x: float) -> float | None:
     return round(x, 4) if math.isfinite(x) else None
 
 
-def tasks_message(planner: Planner, now: float) -> dict:
+def tasks_message(planner: Planner, finished: Iterable[TaskRecord], now: float) -> dict:
     """The active tasks and the latest finished ones."""
     active = [g.record for g in planner.generations]
-    finished = [r for r in planner.records.values() if r.state.terminal][-FINISHED_SHOWN:]
     return {"t_s": now, "rows": [
         {"task_id": r.request.task_id, "robot_id": r.request.robot_id, "urgency": r.request.urgency_name,
          "state": r.state.name.lower(), "segments_sent": len(r.segments), "utility": round(r.utility, 4),
@@ -108,13 +146,35 @@ def queue_message(planner: Planner, now: float) -> dict:
     return {"t_s": now, "rows": rows}
 
 
-def utility_message(planner: Planner, now: float) -> dict:
-    """Utility so far per urgency level, over every task the planner keeps a record of."""
+@dataclass
+class LevelTotals:
+    """One urgency level's finished tasks: their utility, its maximum, and the latest responses."""
+
+    utility: float = 0.0
+    max_utility: float = 0.0
+    tasks: int = 0
+    responses: deque[float] = field(default_factory=lambda: deque(maxlen=RESPONSES_KEPT))
+
+    def add(self, record: TaskRecord) -> None:
+        self.utility += record.utility
+        self.max_utility += record.max_utility
+        self.tasks += 1
+        if math.isfinite(record.response_time_s):
+            self.responses.append(record.response_time_s)
+
+
+def utility_message(planner: Planner, finished: dict[str, LevelTotals], now: float) -> dict:
+    """Utility so far per urgency level (the finished tasks' totals and the active tasks'
+    utility), and the median response of the level's latest finished tasks."""
     levels: dict[str, dict] = {}
-    for r in planner.records.values():
-        if r.state == TaskState.REJECTED:
-            continue
-        level = levels.setdefault(r.request.urgency_name, {"utility": 0.0, "max_utility": 0.0, "tasks": 0})
+    for name, totals in finished.items():
+        levels[name] = {"utility": totals.utility, "max_utility": totals.max_utility, "tasks": totals.tasks,
+                        "response_p50_s": round(statistics.median(totals.responses), 4) if totals.responses
+                        else None}
+    for gen in planner.generations:
+        r = gen.record
+        level = levels.setdefault(r.request.urgency_name, {"utility": 0.0, "max_utility": 0.0, "tasks": 0,
+                                                           "response_p50_s": None})
         level["utility"] += r.utility
         level["max_utility"] += r.max_utility
         level["tasks"] += 1
