@@ -89,6 +89,12 @@ def test_a_wait_lasts_until_the_decision_that_ends_it():
     trace.record(0.9, "a", Kind.LOST_UTILITY, Reason.LATE_RESPONSE, earned=0.5, most=1.0)
     [late] = late_tasks(trace.decisions)
     assert late.lost == 0.5 and late.costliest.decision.reason is Reason.LATENCY_GUIDED
+    # held again at the next segment boundary: the same wait goes on, its time counted once
+    for t in (1.0, 1.1):
+        trace.record(t, "a", Kind.HELD, Reason.HOLD_RULE, hold_for=2)
+    trace.record(1.3, "a", Kind.STREAMED, Reason.HOLD_RULE)
+    held = [s for s in timeline(trace.decisions, "a") if s.decision.kind is Kind.HELD]
+    assert [(round(s.lasted_s, 3), s.continues) for s in held] == [(0.3, False), (0.0, True)]
 
 
 def test_decision_files_round_trip_and_a_bad_line_is_named(tmp_path):

@@ -33,10 +33,11 @@ def cmd_explain(args) -> int:
     if run not in runs:
         raise ValueError(f"no run {run!r} in {args.decisions}; it holds: {', '.join(runs)}")
     decisions = runs[run].decisions
+    iterations = runs[run].iterations
     out = stdout()
     out.print(f"run {run} ({len(decisions)} decisions; runs in the file: {', '.join(runs)})", highlight=False)
     if args.late:
-        late = late_tasks(decisions)
+        late = late_tasks(decisions, iterations)
         out.print(f"{len(late)} task(s) lost utility", highlight=False)
         for task in late[:args.top]:
             out.print(describe_late(task), highlight=False)

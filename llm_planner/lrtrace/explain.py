@@ -8,10 +8,9 @@ utility is its longest such wait before the loss.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from llm_planner.domain.decisions import Decision, Kind
+from llm_planner.domain.decisions import Decision, Iteration, Kind
 
 WAITS = (Kind.DEFERRED, Kind.SUSPENDED, Kind.HELD)
 _NOT_AN_END = (Kind.QUEUED, Kind.LOST_UTILITY, Kind.PLACED)  # these do not end a wait
@@ -20,7 +19,17 @@ _NOT_AN_END = (Kind.QUEUED, Kind.LOST_UTILITY, Kind.PLACED)  # these do not end 
 @dataclass(frozen=True)
 class Step:
     decision: Decision
-    lasted_s: float  # until the task's next decision that ends it (waits only; else 0)
+    lasted_s: float  # a wait: until the task's next decision that ends it (else 0)
+    continues: bool = False  # a wait the task was already in, decided again (its time counts once)
+
+
+@dataclass(frozen=True)
+class FirstSegment:
+    """How the task's first segment was generated once admitted."""
+
+    seconds: float
+    batch_at_admission: int
+    largest_batch: int  # the largest batch it decoded in before the segment was written
 
 
 @dataclass(frozen=True)
@@ -28,58 +37,79 @@ class LateTask:
     task_id: str
     lost: float  # utility below the maximum, summed over its executed units
     costliest: Step | None  # its longest wait before it lost utility; None if it never waited
-    first_segment_s: float  # from its first admission to its first segment sent or held (nan: none)
+    first_segment: FirstSegment | None
+
+
+def by_task(decisions: list[Decision]) -> dict[str, list[Decision]]:
+    tasks: dict[str, list[Decision]] = {}
+    for d in decisions:
+        tasks.setdefault(d.task_id, []).append(d)
+    return tasks
 
 
 def timeline(decisions: list[Decision], task_id: str) -> list[Step]:
     """The task's decisions in order, each wait with how long it lasted."""
-    own = [d for d in decisions if d.task_id == task_id]
-    steps = []
+    return _steps([d for d in decisions if d.task_id == task_id])
+
+
+def _steps(own: list[Decision]) -> list[Step]:
+    steps, previous = [], None  # previous: the last decision that could end a wait
     for i, d in enumerate(own):
-        lasted = 0.0
-        if d.kind in WAITS:
+        if d.kind not in WAITS:
+            steps.append(Step(d, 0.0))
+        elif previous is not None and (previous.kind, previous.reason) == (d.kind, d.reason):
+            steps.append(Step(d, 0.0, continues=True))
+        else:
             end = next((e for e in own[i + 1:] if e.kind not in _NOT_AN_END
                         and (e.kind, e.reason) != (d.kind, d.reason)), None)
-            lasted = (end.t_s if end is not None else own[-1].t_s) - d.t_s
-        steps.append(Step(d, lasted))
+            steps.append(Step(d, (end.t_s if end is not None else own[-1].t_s) - d.t_s))
+        if d.kind not in _NOT_AN_END:
+            previous = d
     return steps
 
 
-def late_tasks(decisions: list[Decision]) -> list[LateTask]:
-    """Tasks that lost utility, the most lost first."""
-    lost: dict[str, float] = {}
-    first_loss: dict[str, float] = {}
-    for d in decisions:
-        if d.kind is Kind.LOST_UTILITY:
-            lost[d.task_id] = lost.get(d.task_id, 0.0) + float(d.figures["most"]) - float(d.figures["earned"])
-            first_loss.setdefault(d.task_id, d.t_s)
+def late_tasks(decisions: list[Decision], iterations: list[Iteration] = ()) -> list[LateTask]:
+    """Tasks that lost utility, the most lost first. `iterations`: the run's engine
+    iterations, to tell the batch each first segment was generated in."""
+    tasks = by_task(decisions)
     out = []
-    for task_id, amount in lost.items():
-        waits = [s for s in timeline(decisions, task_id)
-                 if s.decision.kind in WAITS and s.decision.t_s <= first_loss[task_id] and s.lasted_s > 0]
-        out.append(LateTask(task_id, amount, max(waits, key=lambda s: s.lasted_s, default=None),
-                            _first_segment_s(decisions, task_id)))
+    for task_id, own in tasks.items():
+        losses = [d for d in own if d.kind is Kind.LOST_UTILITY]
+        if not losses:
+            continue
+        lost = sum(float(d.figures["most"]) - float(d.figures["earned"]) for d in losses)
+        waits = [s for s in _steps(own) if s.decision.kind in WAITS and s.decision.t_s <= losses[0].t_s
+                 and s.lasted_s > 0]
+        out.append(LateTask(task_id, lost, max(waits, key=lambda s: s.lasted_s, default=None),
+                            _first_segment(own, iterations)))
     return sorted(out, key=lambda t: (-t.lost, t.task_id))
 
 
-def _first_segment_s(decisions: list[Decision], task_id: str) -> float:
-    own = [d for d in decisions if d.task_id == task_id]
-    admitted = next((d.t_s for d in own if d.kind is Kind.ADMITTED), None)
+def _first_segment(own: list[Decision], iterations: list[Iteration]) -> FirstSegment | None:
+    admitted = next((d for d in own if d.kind is Kind.ADMITTED), None)
     written = next((d.t_s for d in own if d.kind in (Kind.STREAMED, Kind.HELD)), None)
-    return written - admitted if admitted is not None and written is not None else math.nan
+    if admitted is None or written is None:
+        return None
+    task_id = own[0].task_id
+    batches = [len(i.members) for i in iterations if admitted.t_s <= i.t_s < written and task_id in i.members]
+    return FirstSegment(written - admitted.t_s, int(admitted.figures.get("batch", 0)), max(batches, default=0))
 
 
 def describe(step: Step) -> str:
     d = step.decision
     figures = " ".join(f"{k}={v}" for k, v in d.figures.items())
-    lasted = f"  ({step.lasted_s:.3f} s)" if d.kind in WAITS else ""
+    lasted = ("  (continues)" if step.continues else f"  ({step.lasted_s:.3f} s)") if d.kind in WAITS else ""
     return f"{d.t_s:10.3f} s  {d.kind.value:12s} {d.reason.value:17s} {figures}{lasted}".rstrip()
 
 
 def describe_late(task: LateTask) -> str:
     if task.costliest is None:
-        return (f"{task.task_id}: lost {task.lost:.3f}; no scheduling decision kept it waiting "
-                f"(its first segment took {task.first_segment_s:.3f} s to generate once admitted)")
+        first = task.first_segment
+        how = "" if first is None else (
+            f" (its first segment took {first.seconds:.3f} s to generate once admitted, at batch "
+            f"{first.batch_at_admission}" + (f" growing to {first.largest_batch}" if first.largest_batch >
+                                             first.batch_at_admission else "") + ")")
+        return f"{task.task_id}: lost {task.lost:.3f}; no scheduling decision kept it waiting{how}"
     d = task.costliest.decision
     return (f"{task.task_id}: lost {task.lost:.3f}; costliest: {d.kind.value} ({d.reason.value}) at {d.t_s:.3f} s "
             f"for {task.costliest.lasted_s:.3f} s")
