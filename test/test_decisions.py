@@ -16,7 +16,7 @@ from llm_planner.domain.decisions import (
 )
 from llm_planner.domain.tasks import TaskState
 from llm_planner.lrtrace.composer import compose_preset, load_preset, mean_exec_times, preset_traces
-from llm_planner.lrtrace.explain import late_tasks, timeline
+from llm_planner.lrtrace.explain import describe_late, late_tasks, timeline
 from llm_planner.lrtrace.simulate import simulate
 
 
@@ -139,3 +139,16 @@ def test_the_trace_holds_every_engine_iteration_with_its_batch(traced_runs):
     assert sum(i.started for i in iterations) == joined
     assert all(i.duration_s > 0 and i.predicted_s > 0 for i in iterations)
     assert [i.t_s for i in iterations] == sorted(i.t_s for i in iterations)
+
+
+def test_a_late_task_whose_robot_was_busy_says_so_before_a_shorter_wait():
+    trace = DecisionTrace()
+    trace.record(10.0, "b", Kind.QUEUED, Reason.ARRIVAL, ref_s=10.0)
+    trace.record(10.0, "b", Kind.DEFERRED, Reason.KEPT_OUT, favoured="u")
+    trace.record(10.06, "b", Kind.ADMITTED, Reason.FITS, batch=2)
+    trace.record(10.3, "b", Kind.STREAMED, Reason.HOLD_RULE)
+    trace.record(14.0, "b", Kind.LOST_UTILITY, Reason.LATE_RESPONSE, earned=0.0, most=1.0, response_s=2.3)
+    [late] = late_tasks(trace.decisions)
+    assert late.robot_busy_s == pytest.approx(2.0) and late.costliest.lasted_s == pytest.approx(0.06)
+    assert describe_late(late) == ("b: lost 1.000; its robot started the first unit 2.000 s after it was sent "
+                                   "(busy with earlier work); costliest: deferred (kept_out) at 10.000 s for 0.060 s")

@@ -61,9 +61,9 @@ def test_plans_per_minute_over_seeds_add_each_runs_span_instead_of_overlapping_t
     assert levels["normal"]["plans_per_min"] == 60.0 * 2 / (2 * 4.0)
 
 
-def executed(task_id, level, utility):
+def executed(task_id, level, utility, robot="r1"):
     """A task that ran one unit (beta 1) and earned `utility` of it."""
-    r = record(task_id, "r1", 0.0, 5.0, 0.5, level=level)
+    r = record(task_id, robot, 0.0, 5.0, 0.5, level=level)
     r.state, r.units_executed, r.utility = TaskState.SUCCEEDED, 1, utility
     return r
 
@@ -87,8 +87,8 @@ def test_paired_differences_compare_two_policies_seed_by_seed():
 
 
 def test_the_gap_over_the_same_plans_leaves_out_a_task_whose_plan_differed():
-    def planned(task_id, level, utility, plan):
-        r = executed(task_id, level, utility)
+    def planned(task_id, level, utility, plan):  # each task on its own robot
+        r = executed(task_id, level, utility, robot=f"robot-{task_id}")
         r.plan = plan
         return r
 
@@ -113,3 +113,27 @@ def test_the_gap_over_the_same_plans_leaves_out_a_task_whose_plan_differed():
     every_plan_the_same = {k: v for k, v in gaps.items() if k != "same_plans"}
     assert len(paired_lines({"timely": {}, "other": {"paired": every_plan_the_same}})) == 2
     assert same_plan_gaps(reference, reference) is None
+
+
+def test_a_same_plan_gap_leaves_out_tasks_whose_robot_ran_another_plan_before(config, tokenizer):
+    """job0 executes a plan three times as long in one run. job1, on the same robot, arrives
+    when the robot would be free in the reference run but is still busy in the other: its own
+    plan is the same, its first unit is late all the same. The same-plan gap leaves it out, as
+    it leaves out job0, and pairs job2 (another robot) alone."""
+    from llm_planner.lrtrace.compare import same_plan_gaps
+    from llm_planner.lrtrace.composer import load_preset, preset_traces
+    from llm_planner.lrtrace.formats import Job, Workload
+    from llm_planner.lrtrace.simulate import simulate
+
+    traces = preset_traces(load_preset("wid1"))
+    plan = traces.by_id()[1].plan
+    workload = Workload(name="robot-history", duration_s=10, agents=2, jobs=[
+        Job(job_id=0, arrival_s=0.0, agent=0, trace_id=1), Job(job_id=1, arrival_s=5.0, agent=0, trace_id=1),
+        Job(job_id=2, arrival_s=0.5, agent=1, trace_id=1)])
+    reference = simulate(workload, traces, "timely", config, 0, tokenizer).records
+    longer = simulate(workload, traces, "timely", config, 0, tokenizer, plans={"job0": plan * 3}).records
+    job1 = {r.request.task_id: r for r in reference}["job1"], {r.request.task_id: r for r in longer}["job1"]
+    assert job1[0].plan == job1[1].plan and job1[0].utility > job1[1].utility  # the robot was busy
+    gaps = same_plan_gaps([longer], [reference])
+    assert (gaps["tasks"], gaps["of"]) == (1, 3)
+    assert gaps["normal"]["mean"] == 0.0

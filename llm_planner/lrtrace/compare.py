@@ -338,21 +338,37 @@ def paired_gaps(runs: dict[str, list[list[TaskRecord]]], units: dict[str, int] |
 def same_plan_gaps(runs: list[list[TaskRecord]], reference: list[list[TaskRecord]],
                    units: dict[str, int] | None = None) -> dict | None:
     """The gap of `paired_differences` over only the tasks that executed the same plan in both
-    runs of a seed, with how many those were ("tasks" of "of"); None when every plan matched.
+    runs of a seed, after their robot executed the same plans before them, with how many those
+    were ("tasks" of "of"); None when every plan matched.
     A model writes a plan the same way under every policy only while its numerics are the same:
     on the real engine a generation that is paused and re-prefilled can continue differently,
     and a plan with more units earns a larger share of its maximum (only its first unit waits
-    for the engine), which a gap over every task would count as scheduling."""
+    for the engine), which a gap over every task would count as scheduling. A robot's longer
+    plan also keeps it busy longer, so the next task of that robot starts later with the same
+    plan: its response counts from its arrival."""
     kept_runs, kept_reference, same, total = [], [], 0, 0
     for run, ref in zip(runs, reference):
         ref_plans = {r.request.task_id: r.plan for r in original_tasks(ref)}
-        matched = {r.request.task_id for r in original_tasks(run) if ref_plans.get(r.request.task_id) == r.plan}
+        matched = same_history(original_tasks(run), ref_plans)
         same, total = same + len(matched), total + len(ref_plans)
         kept_runs.append(by_level([r for r in run if r.request.task_id in matched], units))
         kept_reference.append(by_level([r for r in ref if r.request.task_id in matched], units))
     if same == total:
         return None
     return {"tasks": same, "of": total, **paired_differences(kept_runs, kept_reference)}
+
+
+def same_history(records: list[TaskRecord], ref_plans: dict[str, str]) -> set[str]:
+    """The tasks that executed the reference's plan on a robot that had executed the
+    reference's plans for every task before them."""
+    matched, diverged = set(), set()  # diverged: robots that executed another plan
+    for r in sorted(records, key=lambda r: r.request.arrival_s):
+        robot = r.request.robot_id
+        if ref_plans.get(r.request.task_id) != r.plan:
+            diverged.add(robot)
+        elif robot not in diverged:
+            matched.add(r.request.task_id)
+    return matched
 
 
 def recorded_plan_stats(traces: TraceSet, workload: Workload, config: PlannerConfig) -> dict | None:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_planner.domain.decisions import Decision, Iteration, Kind
+from llm_planner.domain.decisions import Decision, Iteration, Kind, Reason
 
 WAITS = (Kind.DEFERRED, Kind.SUSPENDED, Kind.HELD)
+ROBOT_BUSY_S = 0.05  # a robot that starts a unit later than this after it was sent was busy
 _NOT_AN_END = (Kind.QUEUED, Kind.LOST_UTILITY, Kind.PLACED)  # these do not end a wait
 
 
@@ -38,6 +39,7 @@ class LateTask:
     lost: float  # utility below the maximum, summed over its executed units
     costliest: Step | None  # its longest wait before it lost utility; None if it never waited
     first_segment: FirstSegment | None
+    robot_busy_s: float = 0.0  # a late first unit: from its segment sent to its robot starting it
 
 
 def by_task(decisions: list[Decision]) -> dict[str, list[Decision]]:
@@ -81,8 +83,19 @@ def late_tasks(decisions: list[Decision], iterations: list[Iteration] = ()) -> l
         waits = [s for s in _steps(own) if s.decision.kind in WAITS and s.decision.t_s <= losses[0].t_s
                  and s.lasted_s > 0]
         out.append(LateTask(task_id, lost, max(waits, key=lambda s: s.lasted_s, default=None),
-                            _first_segment(own, iterations)))
+                            _first_segment(own, iterations), _robot_busy_s(own)))
     return sorted(out, key=lambda t: (-t.lost, t.task_id))
+
+
+def _robot_busy_s(own: list[Decision]) -> float:
+    """How long the robot took to start the first unit once it was sent (busy with earlier
+    work, e.g. the task before it), where the first unit was late."""
+    arrival = next((d for d in own if d.kind is Kind.QUEUED and d.reason is Reason.ARRIVAL), None)
+    sent = next((d for d in own if d.kind is Kind.STREAMED), None)
+    late = next((d for d in own if d.reason is Reason.LATE_RESPONSE), None)
+    if arrival is None or sent is None or late is None:
+        return 0.0
+    return max(0.0, float(arrival.figures["ref_s"]) + float(late.figures["response_s"]) - sent.t_s)
 
 
 def _first_segment(own: list[Decision], iterations: list[Iteration]) -> FirstSegment | None:
@@ -103,13 +116,18 @@ def describe(step: Step) -> str:
 
 
 def describe_late(task: LateTask) -> str:
-    if task.costliest is None:
+    """The late task's costliest cause first: the planner's longest wait, or its robot busy."""
+    busy = (f"its robot started the first unit {task.robot_busy_s:.3f} s after it was sent (busy with earlier "
+            "work)") if task.robot_busy_s >= ROBOT_BUSY_S else ""
+    wait = task.costliest
+    if wait is None:
         first = task.first_segment
-        how = "" if first is None else (
+        planner = "no scheduling decision kept it waiting" + ("" if first is None else (
             f" (its first segment took {first.seconds:.3f} s to generate once admitted, at batch "
             f"{first.batch_at_admission}" + (f" growing to {first.largest_batch}" if first.largest_batch >
-                                             first.batch_at_admission else "") + ")")
-        return f"{task.task_id}: lost {task.lost:.3f}; no scheduling decision kept it waiting{how}"
-    d = task.costliest.decision
-    return (f"{task.task_id}: lost {task.lost:.3f}; costliest: {d.kind.value} ({d.reason.value}) at {d.t_s:.3f} s "
-            f"for {task.costliest.lasted_s:.3f} s")
+                                             first.batch_at_admission else "") + ")"))
+    else:
+        d = wait.decision
+        planner = f"costliest: {d.kind.value} ({d.reason.value}) at {d.t_s:.3f} s for {wait.lasted_s:.3f} s"
+    causes = [busy, planner] if busy and (wait is None or task.robot_busy_s > wait.lasted_s) else [planner, busy]
+    return f"{task.task_id}: lost {task.lost:.3f}; " + "; ".join(c for c in causes if c)
