@@ -61,6 +61,7 @@ setup(
             "lrtrace = llm_planner.commands.lrtrace:main",
             "llm-planner-fleet = llm_planner.ros.fleet_main:main",
             "llm-planner-node = llm_planner.ros.fleet_main:planner_main",
+            "llm-planner-ctl = llm_planner.ros.ctl:main",
             "llm-planner-robot = llm_planner.ros.fleet_main:robot_main",
             "tello-emulator = llm_planner.robots.tello_emulator:main",
         ],

@@ -14,7 +14,6 @@ from llm_planner.domain.decisions import (
     read_decisions,
     write_decisions,
 )
-from llm_planner.domain.tasks import TaskState
 from llm_planner.lrtrace.composer import compose_preset, load_preset, mean_exec_times, preset_traces
 from llm_planner.lrtrace.explain import describe_late, late_tasks, timeline
 from llm_planner.lrtrace.simulate import simulate

@@ -38,7 +38,7 @@ class Reason(StrEnum):
     ARRIVAL = "arrival"
     SEGMENT_DONE = "segment_done"  # paused after a segment (the paper's policy)
     ROBOT_REPORT = "robot_report"  # its robot's expected free time moved: a new reference
-    REQUEUED = "requeued"  # back in the queue after a suspension
+    URGENCY_CHANGED = "urgency_changed"  # an operator changed its urgency or TUF
     # admitted, resumed
     FITS = "fits"  # no running deadline at risk
     IMPORTANCE_GUARD = "importance_guard"  # at risk, but the newcomer loses more by waiting
@@ -61,6 +61,7 @@ class Reason(StrEnum):
     HOLD_RULE = "hold_rule"  # the hold rule's comparison of expected utilities
     EACH_SEGMENT = "each_segment"  # the policy sends every segment at once
     PLAN_DONE = "plan_done"  # the plan is complete: everything held goes
+    AWAITING_APPROVAL = "awaiting_approval"  # a call the robot's safety gate lets go only once approved
     # placed, moved
     PLACEMENT = "placement"
     # replanned

@@ -8,6 +8,11 @@ import re
 TASKS_TOPIC = "/llm_planner/tasks"
 STATUS_TOPIC = "/llm_planner/status"
 VIEW_TOPIC = "/llm_planner/view"  # the live view's channels, for recorders (one ViewMessage each)
+PLAN_TASK_ACTION = "/llm_planner/plan_task"  # a task as an action: feedback, result, cancel
+SET_URGENCY_SERVICE = "/llm_planner/set_urgency"
+LIST_TASKS_SERVICE = "/llm_planner/list_tasks"
+CANCEL_TASK_SERVICE = "/llm_planner/cancel_task"
+APPROVE_SERVICE = "/llm_planner/approve"
 
 
 def execute_segment_action(robot_id: str) -> str:

@@ -55,20 +55,25 @@ def build_request(task: TaskFields, *, config: PlannerConfig, robot_types: Mappi
     problem = instruction_problem(task.instruction)
     if problem:
         return reject(problem)
-    if not 0 <= task.urgency < len(config.urgency_levels):
-        return reject(f"urgency {task.urgency} out of range 0..{len(config.urgency_levels) - 1}")
-    if not math.isfinite(task.beta):
-        return reject(f"TUF beta is non-finite ({task.beta})")
-    level = config.urgency_levels[task.urgency]
-    tuf = level.tuf
-    if task.beta > 0:
-        try:
-            tuf = Tuf(task.beta, task.ert_s, task.cutoff_s)
-        except ValueError as exc:
-            return reject(str(exc))
+    try:
+        level_name, tuf = urgency_tuf(config, task.urgency, task.beta, task.ert_s, task.cutoff_s)
+    except ValueError as exc:
+        return reject(str(exc))
     return TaskRequest(task_id=task.task_id, robot_id=task.robot_id, robot_type=robot_type,
-                       instruction=task.instruction, urgency_name=level.name, tuf=tuf, arrival_s=arrival_s,
+                       instruction=task.instruction, urgency_name=level_name, tuf=tuf, arrival_s=arrival_s,
                        recorded_plan=recorded_plan, label=label)
+
+
+def urgency_tuf(config: PlannerConfig, urgency: int, beta: float = 0.0, ert_s: float = 0.0,
+                cutoff_s: float = 0.0) -> tuple[str, Tuf]:
+    """(the urgency level's name, the TUF in force) for a task's urgency fields: the level's
+    TUF, or its own where `beta` > 0. ValueError with the reason for bad fields."""
+    if not 0 <= urgency < len(config.urgency_levels):
+        raise ValueError(f"urgency {urgency} out of range 0..{len(config.urgency_levels) - 1}")
+    if not math.isfinite(beta):
+        raise ValueError(f"TUF beta is non-finite ({beta})")
+    level = config.urgency_levels[urgency]
+    return level.name, Tuf(beta, ert_s, cutoff_s) if beta > 0 else level.tuf
 
 
 def urgency_index(config: PlannerConfig, tuf: Tuf | None, level_name: str) -> int:

@@ -20,14 +20,16 @@ import math
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
 from llm_planner.catalog.exec_model import ExecModel, load_exec_model
+from llm_planner.catalog.safety import SafetyRules, restricted
 from llm_planner.catalog.skills import SkillSet, load_skill_set
 from llm_planner.dispatch.dispatcher import Dispatcher, RobotWork
 from llm_planner.dispatch.release import EXEC_PERCENTILES, Outlook, best_hold, release_utility
 from llm_planner.dispatch.robot_port import RobotListener, RobotPort
 from llm_planner.domain.clock import Clock
+from llm_planner.domain.tuf import Tuf
 from llm_planner.domain.decisions import DecisionTrace, Iteration, Kind, Reason
 from llm_planner.domain.tasks import (
     DispatchedSegment,
@@ -37,6 +39,7 @@ from llm_planner.domain.tasks import (
     TaskState,
 )
 from llm_planner.engine.base import Continuation, Engine, EngineError, GenerationRequest, StepResult, TokenOutput
+from llm_planner.planning.gate import SafetyGate
 from llm_planner.planning.intake import instruction_problem
 from llm_planner.planning.prompts import plan_request, shared_request
 from llm_planner.planning.replan import Failure, describe, failure_of, follow_up_request, refusal, replanned_message
@@ -111,12 +114,13 @@ class Planner:
     def __init__(self, config: PlannerConfig, policy: Policy, engine: Engine | ReplicaSet, clock: Clock,
                  robots: Callable[[RobotListener], RobotPort],
                  on_status: Callable[[StatusUpdate], None] | None = None, keep_finished: int | None = None,
-                 decisions: DecisionTrace | None = None) -> None:
+                 decisions: DecisionTrace | None = None, safety: Mapping[str, SafetyRules] | None = None) -> None:
         """`engine`: one engine, or replicas of one (planning/replicas.py). `robots`: builds the
         robot port for this planner, which it reports to. `keep_finished`: how many finished
         tasks' records to keep (the oldest go first; a long-running node's memory stays
         bounded); None keeps all (runs that report on them). `decisions`: where the scheduling
-        decisions go (domain/decisions.py); None traces nothing."""
+        decisions go (domain/decisions.py); None traces nothing. `safety`: each robot's safety
+        gate, by robot id (planning/gate.py)."""
         self.config = config
         self.policy = policy
         self.replicas = engine if isinstance(engine, ReplicaSet) else ReplicaSet([engine])
@@ -140,6 +144,7 @@ class Planner:
                                         replica=replica.index, guard_by_importance=behaviour.guards_by_importance)
                         for replica in self.replicas]
         self.decisions = decisions
+        self.gate = SafetyGate(safety) if safety else None
         for batch in self.batches:
             batch.trace = decisions
         self.placement = make_placement(config.placement)
@@ -228,9 +233,11 @@ class Planner:
 
     def _generation_request(self, request: TaskRequest) -> GenerationRequest:
         skill_set, _ = self._types[request.robot_type]
+        rules = self.gate.of(request.robot_id) if self.gate is not None else None
         return plan_request(request.task_id, skill_set, request.instruction, request.recorded_plan,
                             tuned=skill_set.name in self.engine.tuned_skill_sets,
-                            task_grammar=self.config.vllm.task_grammar)
+                            task_grammar=self.config.vllm.task_grammar,
+                            grammar_skill_set=restricted(skill_set, rules) if rules is not None else None)
 
     def warm_up(self) -> None:
         """Have every engine cache every configured skill set's shared prompt before tasks come."""
@@ -367,6 +374,8 @@ class Planner:
         """One engine iteration; False when there was nothing to run. `until_s`: the next
         outside event (an arrival, a robot's report), which replicas running side by side do
         not step past."""
+        if self.gate is not None and self.gate.waiting:
+            self._expire_approvals(self.clock.now())
         started = time.perf_counter()
         self._admit(self.clock.now())
         self.admission_s += time.perf_counter() - started
@@ -607,6 +616,8 @@ class Planner:
             gen.ahead_tokens = self.segment_lengths.ahead(gen.task_id, gen.skill_set, gen.tokens,
                                                           gen.segments_generated)
         self._release(gen, out.finished, now)
+        if gen.task_id not in self._gens:  # the safety gate ended it
+            return
         if out.finished:
             self._maybe_complete(gen)
         elif segments:
@@ -621,7 +632,7 @@ class Planner:
 
     def _release(self, gen: PlanGeneration, plan_done: bool, now: float) -> None:
         """Send the held segments to the robot now, or keep holding them (see dispatch.release)."""
-        if not gen.held:
+        if not gen.held or not self._through_gate(gen, now):
             return
         if self.behaviour.holds_segments:
             if not plan_done:
@@ -643,6 +654,48 @@ class Planner:
                 self.dispatcher.send(gen.record, gen.skill_set, gen.robot, [segment],
                                      plan_done and i == len(gen.held) - 1, now)
         gen.held = []
+
+    def _through_gate(self, gen: PlanGeneration, now: float) -> bool:
+        """Whether the held segments may go (the robot's safety gate): a segment the gate
+        stops ends the task FAILED, unsent; one that needs approval waits for it."""
+        if self.gate is None:
+            return True
+        verdict = self.gate.check(gen.task_id, gen.record.request.robot_id, gen.held, now)
+        if verdict.stop:
+            self._finish(gen, TaskState.FAILED, f"safety gate: {verdict.stop}; the segment was not sent")
+            return False
+        if verdict.wait_for:
+            if self.decisions is not None:
+                self.decisions.record(now, gen.task_id, Kind.HELD, Reason.AWAITING_APPROVAL, call=verdict.wait_for,
+                                      segments=len(gen.held))
+            return False
+        return True
+
+    def approve(self, task_id: str, approved: bool, reason: str = "") -> str:
+        """An operator's answer to a call that waits for approval; "" when it applied, else why not."""
+        gen = self._gens.get(task_id)
+        waiting = self.gate.waiting.get(task_id) if self.gate is not None else None
+        if gen is None or waiting is None:
+            return f"task {task_id!r} is not waiting for an approval"
+        if not approved:
+            self._finish(gen, TaskState.FAILED, f"{waiting.call} denied by an operator" + (f": {reason}" if reason
+                                                                                              else ""))
+            return ""
+        self.gate.approve(task_id, gen.held)
+        self._release(gen, gen.plan_done, self.clock.now())
+        if task_id in self._gens:
+            self._maybe_complete(gen)
+        return ""
+
+    def _expire_approvals(self, now: float) -> None:
+        """No answer in time is a denial: the task fails closed."""
+        for task_id, waiting in self.gate.expired(now):
+            gen = self._gens.get(task_id)
+            if gen is None:
+                self.gate.forget(task_id)
+                continue
+            self._finish(gen, TaskState.FAILED, f"{waiting.call} was not approved within {waiting.timeout_s:g} s "
+                                                "(the safety gate fails closed)")
 
     def _trace_release(self, gen: PlanGeneration, outlook: Outlook, hold_for: int, now: float) -> None:
         """The hold rule's comparison: expected utility sent now against held for `hold_for` more segments."""
@@ -733,13 +786,39 @@ class Planner:
             self._enqueue(gen, self._next_entry(gen), Reason.ROBOT_REPORT)
 
     def _maybe_complete(self, gen: PlanGeneration) -> None:
-        if not gen.plan_done or gen.robot.outstanding > 0:
+        if not gen.plan_done or gen.robot.outstanding > 0 or gen.held:  # held: waiting for an approval
             return
         cut = " (the plan was cut at the engine's token limit)" if gen.truncated else ""
         if gen.robot.calls == 0:
             self._finish(gen, TaskState.FAILED, "the plan holds no executable skill call" + cut)
         else:
             self._finish(gen, TaskState.SUCCEEDED, "all segments executed" + cut)
+
+    # ----------------------------------------------------------------- operators
+    def change_tuf(self, task_id: str, urgency_name: str, tuf: Tuf) -> str:
+        """Give a queued or running task another urgency level (or TUF of its own); "" on
+        success, else why not. It takes effect in the ready queue at once, and units executed
+        from then on earn the new TUF."""
+        gen = self._gens.get(task_id)
+        if gen is None:
+            ended = self.records.get(task_id)
+            return f"task {task_id!r} has ended ({ended.state.name})" if ended else f"no task {task_id!r}"
+        record = gen.record
+        record.request = dataclasses.replace(record.request, urgency_name=urgency_name, tuf=tuf)
+        if gen.entry is not None:
+            unsent = gen.robot.calls == 0
+            gen.entry = dataclasses.replace(gen.entry, tuf=tuf if unsent else tuf.resumed(),
+                                            first_deadline_s=record.request.arrival_s + tuf.ert_s)
+            gen.deadline_s = gen.entry.deadline_s
+            if task_id in self.queue:
+                self._enqueue(gen, gen.entry, Reason.URGENCY_CHANGED)
+        return ""
+
+    def queue_places(self) -> dict[str, tuple[int, float]]:
+        """Each queued task's place in the ready queue (1: next) and its priority now."""
+        now = self.clock.now()
+        return {entry.gen_id: (n, self.queue.priority(entry, now)) for n, entry in
+                enumerate(self.queue.in_order(now), 1)}
 
     # ----------------------------------------------------------------- endings
     def cancel(self, task_id: str, reason: str = "canceled") -> bool:
@@ -751,6 +830,8 @@ class Planner:
 
     def _finish(self, gen: PlanGeneration, state: TaskState, message: str) -> None:
         self.queue.remove(gen.task_id)
+        if self.gate is not None:
+            self.gate.forget(gen.task_id)
         if gen.in_engine:
             self._release_context(gen)
         self._end_run(gen, self.clock.now())

@@ -35,10 +35,18 @@ def user_turn(task_text: str) -> str:
 
 
 def plan_request(gen_id: str, skill_set: SkillSet, task_text: str, recorded_plan: str | None = None,
-                 max_tokens: int = 512, tuned: bool = False, task_grammar: bool = True) -> GenerationRequest:
+                 max_tokens: int = 512, tuned: bool = False, task_grammar: bool = True,
+                 grammar_skill_set: SkillSet | None = None) -> GenerationRequest:
     """`task_grammar`: the plan grammar of this task (its scene's objects; an error follow-up
-    opens with a plain action) rather than the skill set's."""
+    opens with a plain action) rather than the skill set's. `grammar_skill_set`: the skill set
+    the robot's safety gate leaves (catalog/safety.py), for the grammar only: the prompt stays
+    the skill set's, which the engine keeps cached."""
     request = shared_request(skill_set, tuned)
-    grammar = plan_grammar(skill_set, TaskScope.of_task(task_text)) if task_grammar else request.grammar
+    if grammar_skill_set is None and task_grammar:
+        grammar = plan_grammar(skill_set, TaskScope.of_task(task_text))
+    elif grammar_skill_set is None:
+        grammar = request.grammar
+    else:
+        grammar = plan_grammar(grammar_skill_set, TaskScope.of_task(task_text) if task_grammar else TaskScope())
     return dataclasses.replace(request, gen_id=gen_id, prompt=user_turn(task_text), forced_output=recorded_plan,
                                max_tokens=max_tokens, grammar=grammar)

@@ -1,9 +1,17 @@
-"""The planner node `llm_planner`: /llm_planner/tasks in, /llm_planner/status out, the
-planner's settings as ROS 2 parameters (ros/parameters.py), and one link node per robot
-holding its ExecuteSegment action client (robot_client.py; spin them beside this node, see
-`link_nodes`), or all of them in a process of their own (`robot_links: process`,
-link_process.py). The planner core runs on the wall clock in its own
-thread (LiveDriver); ROS callbacks only convert messages and post events to it."""
+"""The planner node `llm_planner`: /llm_planner/tasks in, /llm_planner/status out, tasks as
+actions and the operators' services (ros/control.py), the planner's settings as ROS 2
+parameters (ros/parameters.py), and one link node per robot holding its ExecuteSegment action
+client (robot_client.py; spin them beside this node, see `link_nodes`), or all of them in a
+process of their own (`robot_links: process`, link_process.py). The planner core runs on the
+wall clock in its own thread (LiveDriver); ROS callbacks only convert messages and post
+events to it.
+
+It is a managed (lifecycle) node: configure starts and warms the engine and the planner,
+activate lets tasks in (before, they are REJECTED "planner not active"), deactivate stops
+intake and finishes or cancels the tasks in flight (`lifecycle.deactivate`), cleanup ends
+what is left and frees the engine, shutdown ends every task with the reason. With
+`lifecycle.autostart` (the default) the node configures and activates itself as it starts.
+The robot links live as long as the node, so robots are reachable in every state."""
 
 from __future__ import annotations
 
@@ -13,13 +21,15 @@ from typing import Callable
 
 from llm_planner_interfaces.msg import Task, TaskStatus, ViewMessage
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from rclpy.node import Node
 
+from llm_planner.catalog.safety import fleet_rules
 from llm_planner.catalog.skills import load_skill_set
 from llm_planner.dispatch.robot_port import RobotListener
 from llm_planner.domain.clock import WallClock
 from llm_planner.domain.names import STATUS_TOPIC, TASKS_TOPIC, VIEW_TOPIC
-from llm_planner.domain.tasks import StatusUpdate
+from llm_planner.domain.tasks import StatusUpdate, TaskState
 from llm_planner.engine import Engine
 from llm_planner.engine.factory import ReplicaPool, make_watched_engine
 from llm_planner.lrtrace.planbook import PlanBook
@@ -27,6 +37,7 @@ from llm_planner.planning.driver import LiveDriver
 from llm_planner.planning.intake import Rejection, build_request
 from llm_planner.planning.planner import Planner
 from llm_planner.planning.replicas import ReplicaSet
+from llm_planner.ros.control import NOT_ACTIVE, TaskControl
 from llm_planner.ros.hops import HopLog
 from llm_planner.ros.link_process import LinkProcessPort
 from llm_planner.ros.messages import status_message, task_fields
@@ -48,13 +59,33 @@ def robot_port_factory(config: PlannerConfig, fleet: FleetConfig, post, clock: W
     return lambda listener: RosRobotPort(fleet, listener, post, clock, fleet.robot_timeout_s, hops)
 
 
-class PlannerNode(Node):
+class _Relay:
+    """The robot links' listener while the planner comes and goes with configure and cleanup:
+    it forwards to the planner of the moment (reports for a planner that is gone are dropped)."""
+
+    def __init__(self) -> None:
+        self.planner: Planner | None = None
+
+    def segment_started(self, task_id: str, index: int, t: float) -> None:
+        if self.planner is not None:
+            self.planner.segment_started(task_id, index, t)
+
+    def segment_finished(self, task_id: str, index: int, success: bool, call_times_s: list[float],
+                         message: str, t: float) -> None:
+        if self.planner is not None:
+            self.planner.segment_finished(task_id, index, success, call_times_s, message, t)
+
+    def robot_models(self, task_id: str):
+        return self.planner.robot_models(task_id)
+
+
+class PlannerNode(LifecycleNode):
     def __init__(self, config: PlannerConfig, fleet: FleetConfig, traces: list[str] | None = None,
                  node_name: str = "llm_planner", engine: Engine | None = None) -> None:
         """`config` gives the defaults of the node's ROS 2 parameters (ros/parameters.py); the
         planner runs on what they hold after the command line's and params files' overrides.
-        `engine`: an already started real engine to reuse (reset here); default: the
-        configured one, started now."""
+        `engine`: an already started real engine to reuse (reset at configure); default: the
+        configured one, started at configure."""
         super().__init__(node_name)
         try:
             config = declare_planner_parameters(self, config)
@@ -69,48 +100,116 @@ class PlannerNode(Node):
         self._robot_types = {r.id: r.type for r in fleet.robots}
         self.clock = WallClock()
         self.plans = PlanBook.from_trace_sets(traces if traces is not None else ["timely_tasks"])
-        if config.replicas > 1:
-            if engine is not None:
-                raise ValueError(f"replicas: {config.replicas}: the replicas are Ray actors that the node starts; "
-                                 "it cannot share an engine started elsewhere")
-            self._engine = ReplicaPool(config)
-            engine = ReplicaSet(self._engine.engines(config.replicas, self.clock), virtual=False,
-                                step_timeout_s=config.engine_step_timeout_s)
-        else:
-            self._engine = engine = make_watched_engine(config, self.clock, engine)
+        self._given_engine = engine
+        self.safety = fleet_rules(fleet, config)  # a bad rule stops the node here, naming the robot
+        self._engine = None
+        self.planner: Planner | None = None
+        self.driver: LiveDriver | None = None
+        self.view: LiveView | None = None
+        self.active = False
         self._status_pub = self.create_publisher(TaskStatus, STATUS_TOPIC, TOPIC)
         self.hops = HopLog.from_env(node_name)
-        self.view = self._live_view(config.live_view) if config.live_view.enabled else None
-        self.planner = Planner(config, get_policy(config.policy), engine, self.clock,
-                               robot_port_factory(config, fleet, self._post, self.clock, self.hops, node_name),
-                               self._publish, keep_finished=config.finished_tasks_kept,
-                               decisions=self.view.new_trace() if self.view is not None else None)
-        if self.view is not None:
-            self.view.watch(self.planner, [r.id for r in fleet.robots])
-            self._view_timer = self.create_timer(SNAPSHOT_PERIOD_S, self._tick_view)
-        self.port: LiveRobotPort = self.planner.robots
-        try:
-            self.planner.warm_up()
-        except BaseException:
-            self.port.close()  # the links' process, if any, goes with the node that failed to start
-            raise
+        self._relay = _Relay()
+        self.port: LiveRobotPort = robot_port_factory(config, fleet, self._post, self.clock, self.hops,
+                                                      node_name)(self._relay)
         if isinstance(self.port, RosRobotPort):  # the links' process checks its own links' timeouts
             self._timeouts = self.create_timer(TIMEOUT_CHECK_S, self.port.check_timeouts)
-        self.driver = LiveDriver(self.planner)
+        self.control = TaskControl(self, config, self._robot_types, lambda: self.driver, self.clock, self.plans,
+                                   self._refuse)
         self._ids = itertools.count(1)
         self._sub = self.create_subscription(Task, TASKS_TOPIC, self._on_task, TOPIC,
                                              callback_group=ReentrantCallbackGroup())
+        if config.lifecycle.autostart:
+            for name, trigger in (("configure", self.trigger_configure), ("activate", self.trigger_activate)):
+                if trigger() != TransitionCallbackReturn.SUCCESS:
+                    self.port.close()
+                    raise RuntimeError(f"the planner node did not {name} (its log says why)")
+
+    # ----------------------------------------------------------------- lifecycle
+    def on_configure(self, state: State) -> TransitionCallbackReturn:
+        """Start the engine and the planner, warm the engine up, start the planner's thread."""
+        config = self.config
+        try:
+            if config.replicas > 1:
+                if self._given_engine is not None:
+                    raise ValueError(f"replicas: {config.replicas}: the replicas are Ray actors that the node "
+                                     "starts; it cannot share an engine started elsewhere")
+                self._engine = ReplicaPool(config)
+                engine = ReplicaSet(self._engine.engines(config.replicas, self.clock), virtual=False,
+                                    step_timeout_s=config.engine_step_timeout_s)
+            else:
+                self._engine = engine = make_watched_engine(config, self.clock, self._given_engine)
+            self.view = self._live_view(config.live_view) if config.live_view.enabled else None
+            self.planner = Planner(config, get_policy(config.policy), engine, self.clock, lambda listener: self.port,
+                                   self._publish, keep_finished=config.finished_tasks_kept,
+                                   decisions=self.view.new_trace() if self.view is not None else None,
+                                   safety=self.safety)
+            self._relay.planner = self.planner
+            if self.view is not None:
+                self.view.watch(self.planner, [r.id for r in self.fleet.robots])
+                self._view_timer = self.create_timer(SNAPSHOT_PERIOD_S, self._tick_view)
+            self.planner.warm_up()
+        except Exception as exc:
+            self.get_logger().error(f"configure failed: {type(exc).__name__}: {exc}")
+            self._free_engine()
+            return TransitionCallbackReturn.FAILURE
+        self.driver = LiveDriver(self.planner)
         self.driver.start()
         engine_name = (config.engine_profile if config.engine == "sim"
                        else f"{config.vllm.model}, profile {self.planner.engine.profile_choice.describe()}")
         if config.replicas > 1:
             engine_name += f", {config.replicas} replicas on Ray, placement {config.placement}"
         self.get_logger().info(f"policy {config.policy}, engine {config.engine} ({engine_name}), "
-                               f"{len(fleet.robots)} robots, {len(self.plans)} recorded plans")
+                               f"{len(self.fleet.robots)} robots, {len(self.plans)} recorded plans")
         if self.view is not None and self.view.url:
             self.get_logger().info(f"live view: open {self.view.url} in Foxglove (Open connection, Foxglove "
                                    "WebSocket; layout config/foxglove/llm_planner.json)")
+        return TransitionCallbackReturn.SUCCESS
 
+    def on_activate(self, state: State) -> TransitionCallbackReturn:
+        self.active = True
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: State) -> TransitionCallbackReturn:
+        self.active = False
+        if self.config.lifecycle.deactivate == "cancel":
+            self._end_all("planner deactivated")
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
+        self._unconfigure("planner cleaned up")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
+        self.active = False
+        self._unconfigure("planner shutting down")
+        return TransitionCallbackReturn.SUCCESS
+
+    def _end_all(self, reason: str) -> None:
+        """Every task in flight ends CANCELED with `reason` (in the planner's thread)."""
+        if self.driver is not None:
+            planner = self.planner
+            self.driver.call(lambda: [planner.cancel(gen.task_id, reason) for gen in planner.generations])
+
+    def _unconfigure(self, reason: str) -> None:
+        self._end_all(reason)
+        if self.driver is not None:
+            self.driver.stop()
+        self.driver = None
+        self._relay.planner = None
+        self.planner = None
+        if self.view is not None:
+            self.destroy_timer(self._view_timer)
+            self.view.close()
+            self.view = None
+        self._free_engine()
+
+    def _free_engine(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+
+    # ----------------------------------------------------------------- live view
     def _live_view(self, settings) -> LiveView:
         """The live view's server, and its channels on /llm_planner/view where `publish` asks."""
         sink = None
@@ -122,8 +221,11 @@ class PlannerNode(Node):
         return LiveView(settings.port if settings.port >= 0 else None, sink=sink, time_ns=time.time_ns)
 
     def _tick_view(self) -> None:
-        self.driver.post(lambda: self.view.tick(self.clock.now()))
+        view, driver = self.view, self.driver
+        if view is not None and driver is not None:
+            driver.post(lambda: view.tick(self.clock.now()))
 
+    # ----------------------------------------------------------------- robots
     @property
     def link_nodes(self) -> list[Node]:
         """The nodes of the planner's robot links: spin them beside this one (ros/spin.py)."""
@@ -141,36 +243,60 @@ class PlannerNode(Node):
         return missing
 
     def _post(self, fn) -> None:
-        self.driver.post(fn)
+        """Into the planner's thread; a robot's late report for a planner cleaned up is dropped."""
+        driver = self.driver
+        if driver is not None:
+            driver.post(fn)
 
+    # ----------------------------------------------------------------- tasks
     def _publish(self, update: StatusUpdate) -> None:
-        self._status_pub.publish(status_message(update, self.get_clock().now().to_msg()))
+        msg = status_message(update, self.get_clock().now().to_msg())
+        self._status_pub.publish(msg)
+        self.control.on_status(update, msg)  # the task's PlanTask goal, if it has one
+
+    def _refuse(self, task_id: str, robot_id: str, reason: str) -> None:
+        """A task REJECTED with `reason`: by the planner, or here while there is none."""
+        driver, planner = self.driver, self.planner
+        if driver is not None:
+            driver.post(lambda: planner.reject(task_id, robot_id, reason))
+        else:
+            self._publish(StatusUpdate(task_id, robot_id, TaskState.REJECTED, self.clock.now(), message=reason))
 
     def _on_task(self, msg: Task) -> None:
         arrival = self.clock.now()
         task_id = msg.task_id or f"auto-{next(self._ids)}"
         self.hops.mark(task_id, 0, "received")
+        if not self.active:
+            self._refuse(task_id, msg.robot_id, NOT_ACTIVE)
+            return
         outcome = build_request(task_fields(msg, task_id), config=self.config, robot_types=self._robot_types,
                                 arrival_s=arrival, recorded_plan=self.plans.plan_for(msg.instruction),
                                 label=self.plans.label_for(msg.instruction))
         if isinstance(outcome, Rejection):
-            self._post(lambda: self.planner.reject(outcome.task_id, outcome.robot_id, outcome.reason))
-        else:
-            def submit() -> None:
-                self.hops.mark(task_id, 0, "enqueued")
-                self.planner.submit(outcome)
+            self._refuse(outcome.task_id, outcome.robot_id, outcome.reason)
+            return
+        planner = self.planner
 
-            self._post(submit)
+        def submit() -> None:
+            self.hops.mark(task_id, 0, "enqueued")
+            planner.submit(outcome)
+
+        self._post(submit)
 
     def stop(self) -> None:
-        """Stop planning (the driver's thread); the node stays until destroyed."""
-        self.driver.stop()
+        """Stop planning: every task in flight ends with the reason, then the planner's thread
+        stops; the node stays until destroyed."""
+        self.active = False
+        self._end_all("planner shutting down")
+        if self.driver is not None:
+            self.driver.stop()
+        self.driver = None
 
     def destroy_node(self) -> None:
-        self.driver.stop()
+        self.stop()
         if self.view is not None:
             self.view.close()
-        self._engine.close()
+        self._free_engine()
         self.hops.write()
         self.port.close()
         super().destroy_node()

@@ -104,6 +104,12 @@ class RobotServer(Node):
         self._worker = threading.Thread(target=self._work, name=f"{robot.id}-robot", daemon=True)
         self._worker.start()
 
+    @property
+    def running(self) -> tuple[str, int] | None:
+        """(task, segment) of the goal the robot is executing now, if any."""
+        job = self._running
+        return None if job is None else (job.task_id, job.index)
+
     # ------------------------------------------------------------------ executor callbacks
     def _taken(self, goal: ExecuteSegment.Goal) -> None:
         self.hops.mark(goal.task_id, goal.segment_index, "taken")

@@ -151,6 +151,14 @@ class LiveViewConfig(_Strict):
         return self.port >= 0 or self.publish
 
 
+class LifecycleConfig(_Strict):
+    autostart: bool = Field(default=True, description="live node: configure and activate the planner node as it "
+                            "starts; false: it waits for lifecycle transitions (change_state)")
+    deactivate: Literal["finish", "cancel"] = Field(
+        default="finish", description="live node: what deactivating does with the tasks in flight: finish them "
+        "(new ones are rejected) or cancel them")
+
+
 class PlannerConfig(_Strict):
     policy: PolicyName = Field(default=PolicyName.TIMELY, description="the scheduling policy")
     engine: Literal["sim", "vllm"] = Field(default="sim", description="sim (recorded plans, profiled timing) or "
@@ -189,6 +197,7 @@ class PlannerConfig(_Strict):
     rtlm: RtlmConfig = RtlmConfig()
     replan: ReplanConfig = ReplanConfig()
     live_view: LiveViewConfig = LiveViewConfig()
+    lifecycle: LifecycleConfig = LifecycleConfig()
 
     @model_validator(mode="after")
     def _unique_levels(self) -> PlannerConfig:

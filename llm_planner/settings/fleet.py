@@ -23,6 +23,17 @@ RESULT_KEPT_S = 10.0
 _ROBOT_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
+class RobotSafety(BaseModel):
+    """A robot's safety gate (catalog/safety.py): skills by name or abbreviation."""
+
+    model_config = ConfigDict(extra="forbid")
+    allow: list[str] | None = None  # the skills plans may call (default: all of the skill set)
+    forbid: list[str] = Field(default_factory=list)
+    bounds: dict[str, tuple[float, float]] = Field(default_factory=dict)  # skill -> its numbers' lowest, highest
+    approve: list[str] = Field(default_factory=list)  # skills whose calls wait for an operator's approval
+    approval_timeout_s: float = Field(default=30.0, gt=0)  # no answer by then: the task fails
+
+
 class RobotConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
@@ -31,6 +42,7 @@ class RobotConfig(BaseModel):
     # backend options: sim -> seed, time_scale, fail_on, stall_on; tello -> host, port,
     # takeoff, scene (see llm_planner/robots/backends.py)
     options: dict[str, Any] = Field(default_factory=dict)
+    safety: RobotSafety | None = None
 
     @field_validator("id")
     @classmethod
