@@ -33,9 +33,8 @@ from rclpy.action import ActionClient, ActionServer, GoalResponse
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
-from llm_planner.ros import spin
 from llm_planner.ros.qos import ACTION_CLIENT, ACTION_SERVER
-from llm_planner.ros.rclpy_compat import send_goal
+from llm_planner.ros.rclpy_compat import NodeExecutor, send_goal
 from llm_planner.ros.robot_server import GOAL_LISTED_S
 from llm_planner.ros.spin import Spinning
 
@@ -90,22 +89,24 @@ class FloorClient(Node):
             self.done.set()
 
 
-def use_executor(kind: str) -> None:
-    if kind == "rclpy":
-        def rclpy_executor(node) -> SingleThreadedExecutor:
-            executor = SingleThreadedExecutor()
-            executor.add_node(node)
-            return executor
+def executor_for(kind: str):
+    """What Spinning makes for each node: llm_planner's NodeExecutor, or rclpy's own."""
+    if kind != "rclpy":
+        return NodeExecutor
 
-        spin.NodeExecutor = rclpy_executor  # what Spinning makes for each node
+    def rclpy_executor(node) -> SingleThreadedExecutor:
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        return executor
+
+    return rclpy_executor
 
 
 def serve(stamps_path: str, executor: str) -> None:
     """The server's process: serve until stdin closes, then write its stamps."""
-    use_executor(executor)
     rclpy.init()
     server = FloorServer()
-    spinning = Spinning([server])
+    spinning = Spinning([server], executor_for(executor))
     print("ready", flush=True)
     sys.stdin.read()
     with open(stamps_path, "w") as f:
@@ -126,7 +127,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.serve:
         return serve(args.serve, args.executor)
-    use_executor(args.executor)
     rclpy.init()
     client = FloorClient()
     nodes = [client]
@@ -138,7 +138,7 @@ def main() -> None:
     else:
         server = FloorServer()
         nodes.append(server)
-    spinning = Spinning(nodes)
+    spinning = Spinning(nodes, executor_for(args.executor))
     assert client.client.wait_for_server(timeout_sec=30), "no server"
     warm = 20
     client.count = warm + args.goals

@@ -4,6 +4,7 @@ ROS 2 workspace, except under `make test`, where a missing workspace is an error
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -16,7 +17,17 @@ else:
 
 from llm_planner.testing.ros_fleet import TRACES, Running, instruction, start_fleet  # noqa: E402
 
-__all__ = ["TRACES", "Running", "instruction", "launched", "rclpy", "start_fleet", "stop_launched"]
+__all__ = ["TRACES", "Running", "instruction", "launched", "rclpy", "start_fleet", "stop_launched", "wait_until"]
+
+
+def wait_until(predicate, timeout: float) -> bool:
+    """Whether `predicate()` held within `timeout` seconds (asked every 50 ms)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return bool(predicate())
 
 
 def launched(command: list[str]) -> subprocess.Popen:

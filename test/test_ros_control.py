@@ -4,7 +4,7 @@ cancel, changing a task's urgency, canceling and listing tasks, through `llm-pla
 import time
 
 import pytest
-from ros_fixtures import instruction, start_fleet
+from ros_fixtures import instruction, start_fleet, wait_until
 
 from llm_planner.domain.tasks import TaskState
 from llm_planner.ros.control import CANCELED_BY_CLIENT, CANCELED_BY_OPERATOR
@@ -27,15 +27,6 @@ def fleet():
     running = start_fleet(robots, batch={"max_batch_size": 1})
     yield running
     running.stop()
-
-
-def wait_until(predicate, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return bool(predicate())
 
 
 def test_a_task_as_an_action_reports_each_status_and_its_end(fleet, capsys):

@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from ros_fixtures import TRACES, instruction, start_fleet
+from ros_fixtures import TRACES, instruction, start_fleet, wait_until
 
 from llm_planner.settings.fleet import RobotConfig
 
@@ -14,15 +14,6 @@ pytestmark = pytest.mark.ros
 
 FAST = {"time_scale": 0.05}
 FLAKY_SEED, FLAKY_RATES = 5, "mf=0.5"
-
-
-def wait_until(predicate, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return bool(predicate())
 
 
 @pytest.fixture(scope="module", params=["threads", "process"], ids=["links-in-threads", "links-process"])

@@ -1,10 +1,8 @@
 """The planner as a managed node over real ROS 2: transitions through the standard
 change_state / get_state services (by `llm-planner-ctl lifecycle`), and what each does to tasks."""
 
-import time
-
 import pytest
-from ros_fixtures import instruction, start_fleet
+from ros_fixtures import instruction, start_fleet, wait_until
 
 from llm_planner.domain.tasks import TaskState
 from llm_planner.ros.control import NOT_ACTIVE
@@ -36,6 +34,12 @@ def transition(capsys, name: str) -> str:
     return capsys.readouterr().out.strip().splitlines()[-1]
 
 
+def executing_on_slow(client, task_id: str) -> None:
+    """A task on the slow drone, in the middle of its first call."""
+    client.publish(task_id, "slow", instruction(3))
+    assert wait_until(lambda: client.first(task_id, TaskState.EXECUTING) is not None, 30)
+
+
 def test_the_planner_goes_through_its_lifecycle(managed, capsys):
     c, node = managed.client, managed.fleet.planner_node
     assert state(capsys) == "unconfigured" and node.planner is None
@@ -53,10 +57,7 @@ def test_the_planner_goes_through_its_lifecycle(managed, capsys):
     assert c.wait_terminal({"ok"}, timeout=30) and c.terminal("ok").state == TaskState.SUCCEEDED
 
     # deactivate with lifecycle.deactivate: cancel ends the task in flight with the reason
-    c.publish("running", "slow", instruction(3))
-    deadline = time.monotonic() + 30
-    while c.first("running", TaskState.EXECUTING) is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    executing_on_slow(c, "running")
     assert transition(capsys, "deactivate") == "inactive"
     assert c.wait_terminal({"running"}, timeout=10)
     assert c.terminal("running").state == TaskState.CANCELED and c.terminal("running").message == "planner deactivated"
@@ -70,10 +71,7 @@ def test_the_planner_goes_through_its_lifecycle(managed, capsys):
     c.publish("again", "drone1", instruction(3))
     assert c.wait_terminal({"again"}, timeout=30) and c.terminal("again").state == TaskState.SUCCEEDED
 
-    c.publish("last", "slow", instruction(3))
-    deadline = time.monotonic() + 30
-    while c.first("last", TaskState.EXECUTING) is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    executing_on_slow(c, "last")
     assert transition(capsys, "shutdown") == "finalized"
     assert c.wait_terminal({"last"}, timeout=10)
     assert c.terminal("last").state == TaskState.CANCELED and c.terminal("last").message == "planner shutting down"

@@ -660,6 +660,10 @@ def test_the_trace_names_the_latency_guided_rule_that_defers_a_normal_newcomer()
     assert (deferred.task_id, deferred.kind, deferred.reason) == ("new", Kind.DEFERRED, Reason.LATENCY_GUIDED)
     assert deferred.figures["at_risk"] == "running"
     assert deferred.figures["own_loss"] == 0 and deferred.figures["weighed_loss"] == pytest.approx(0.1, abs=1e-3)
+    from llm_planner.lrtrace.explain import describe, timeline
+
+    [line] = [describe(step) for step in timeline(decisions, "new")]  # what `lrtrace explain --task new` prints
+    assert "deferred     latency_guided    at_risk=running own_loss=0 weighed_loss=0.1" in line
 
 
 def test_the_trace_shows_the_importance_guard_letting_an_urgent_newcomer_in():
@@ -677,6 +681,10 @@ def test_the_trace_shows_the_importance_guard_letting_an_urgent_newcomer_in():
     assert (admitted.kind, admitted.reason) == (Kind.ADMITTED, Reason.IMPORTANCE_GUARD)
     assert admitted.figures["own_loss"] == pytest.approx(1.0, abs=1e-3) and admitted.figures["weighed_loss"] == 0
     assert admitted.figures["running_loss"] == pytest.approx(0.3, abs=1e-3) and admitted.figures["batch"] == 2
+    from llm_planner.lrtrace.explain import describe, timeline
+
+    [line] = [describe(step) for step in timeline(decisions, "new")]
+    assert "admitted     importance_guard  replica=0 batch=2" in line and "own_loss=1.0" in line
 
     later = _member("later", entry("later", NORMAL, 0.5), deadline_s=1.5, in_engine=False)
     selection, decisions = _traced_select(running, [urgent, later], guard=False)

@@ -27,8 +27,8 @@ class _Spin:
     set), so a busy executor thread then failed with "'NoneType' object has no attribute
     'trigger'". Stopping the loop and joining the thread before the shutdown avoids that."""
 
-    def __init__(self, node, name: str) -> None:
-        self.executor = NodeExecutor(node)
+    def __init__(self, node, name: str, make_executor=NodeExecutor) -> None:
+        self.executor = make_executor(node)
         self._stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True, name=name)
         self.thread.start()
@@ -56,13 +56,15 @@ class Spinning:
     runs on a destroyed node. A node's `link_nodes` (the planner's robot links) spin beside
     it and go with it."""
 
-    def __init__(self, nodes=()) -> None:
+    def __init__(self, nodes=(), make_executor=NodeExecutor) -> None:
+        """`make_executor(node)`: the executor each node spins in (a benchmark may compare rclpy's)."""
+        self._make_executor = make_executor
         self._spun: dict[object, list[_Spin]] = {}
         for node in nodes:
             self.add(node)
 
     def add(self, node) -> None:
-        self._spun[node] = [_Spin(each, f"{each.get_name()}-executor")
+        self._spun[node] = [_Spin(each, f"{each.get_name()}-executor", self._make_executor)
                             for each in [node, *getattr(node, "link_nodes", [])]]
 
     def remove(self, node) -> None:
