@@ -54,6 +54,7 @@ class TaskControl:
         self._clock = clock
         self._plans = plans
         self._goals: dict[str, tuple[object, Future]] = {}  # task id -> (goal handle, its final status)
+        self._queued: set[str] = set()  # goals' tasks the planner took in
         self._task_of_goal: dict[bytes, str] = {}  # goal UUID -> its task id, while it runs
         self._ids = itertools.count(1)
         group = ReentrantCallbackGroup()
@@ -75,8 +76,13 @@ class TaskControl:
         if goal is None:
             return
         goal_handle, done = goal
+        if update.state == TaskState.QUEUED:
+            self._queued.add(update.task_id)
+        elif update.state == TaskState.REJECTED and update.task_id in self._queued:
+            return  # a later task with the same id (from the topic) was refused; this one goes on
         if update.state.terminal:
             del self._goals[update.task_id]
+            self._queued.discard(update.task_id)
             self._complete(done, msg)
         elif goal_handle.is_active:
             goal_handle.publish_feedback(PlanTask.Feedback(status=msg))
