@@ -168,7 +168,7 @@ def write_decisions(runs: Iterable[tuple[str, DecisionTrace | TracedRun]], path:
 
 
 def read_decisions(path: str | Path) -> dict[str, TracedRun]:
-    """Each run's trace, in order, from a file `write_decisions` (or a live run) wrote."""
+    """Each run's trace, in order, from a file `write_decisions` wrote."""
     runs: dict[str, TracedRun] = {}
     with open(path) as f:
         for n, line in enumerate(f, 1):

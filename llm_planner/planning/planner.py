@@ -29,7 +29,6 @@ from llm_planner.dispatch.dispatcher import Dispatcher, RobotWork
 from llm_planner.dispatch.release import EXEC_PERCENTILES, Outlook, best_hold, release_utility
 from llm_planner.dispatch.robot_port import RobotListener, RobotPort
 from llm_planner.domain.clock import Clock
-from llm_planner.domain.tuf import Tuf
 from llm_planner.domain.decisions import DecisionTrace, Iteration, Kind, Reason
 from llm_planner.domain.tasks import (
     DispatchedSegment,
@@ -38,6 +37,7 @@ from llm_planner.domain.tasks import (
     TaskRequest,
     TaskState,
 )
+from llm_planner.domain.tuf import Tuf
 from llm_planner.engine.base import Continuation, Engine, EngineError, GenerationRequest, StepResult, TokenOutput
 from llm_planner.planning.gate import SafetyGate
 from llm_planner.planning.intake import instruction_problem

@@ -27,6 +27,7 @@ from llm_planner.domain.names import (
     SET_URGENCY_SERVICE,
 )
 from llm_planner.domain.tasks import TaskState
+from llm_planner.planning.intake import urgency_index
 from llm_planner.settings.config import load_planner_config
 
 WAIT_FOR_PLANNER_S = 10.0
@@ -90,12 +91,8 @@ class Ctl:
 
 
 def _urgency_index(level: str, config) -> int:
-    names = [lvl.name for lvl in config.urgency_levels]
-    if level.isdigit():
-        return int(level)
-    if level not in names:
-        raise ValueError(f"unknown urgency level {level!r} (levels: {', '.join(names)})")
-    return names.index(level)
+    """An urgency level given by index or by name."""
+    return int(level) if level.isdigit() else urgency_index(config, None, level)
 
 
 def _state(value: int) -> str:
