@@ -12,10 +12,11 @@ from llm_planner.sched.queues import get_policy
 class Driven:
     """A planner on the sim engine with simulated robots, stepped by hand."""
 
-    def __init__(self, config, tokenizer, policy="timely", max_batch=1, **planner_options):
+    def __init__(self, config, tokenizer, policy="timely", max_batch=1, engine_class=SimEngine, **planner_options):
+        """`engine_class`: a SimEngine, or a class made from it (one that fails on purpose)."""
         config = config.model_copy(update={"batch": config.batch.model_copy(update={"max_batch_size": max_batch})})
         self.clock, self.events, self.statuses = VirtualClock(), EventQueue(), []
-        engine = SimEngine(load_engine_profile(config.engine_profile), tokenizer, self.clock)
+        engine = engine_class(load_engine_profile(config.engine_profile), tokenizer, self.clock)
         self.planner = Planner(config, get_policy(policy), engine, self.clock,
                                lambda listener: SimRobots(self.events.push, self.clock.now, CallTimeSource(0), listener),
                                self.statuses.append, **planner_options)

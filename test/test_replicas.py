@@ -132,7 +132,7 @@ def test_a_fault_in_one_replica_loses_no_task(config, tokenizer):
         def step(self):
             if not FailsOnce.failed and self.stats.steps == 2 and self.running == ["b"]:
                 FailsOnce.failed = True
-                raise RuntimeError("device lost (injected)")
+                raise EngineError("device lost (injected)")
             return super().step()
 
     tasks = [request("a", "drone1"), request("b", "drone2"), request("c", "drone3", arrival=5.0)]
@@ -144,6 +144,21 @@ def test_a_fault_in_one_replica_loses_no_task(config, tokenizer):
     assert {t: planner.records[t].state for t in "abc"} == dict.fromkeys("abc", TaskState.SUCCEEDED)
     assert {t: planner.records[t].plan for t in "abc"} == {t: r.recorded_plan for t, r in zip("abc", tasks)}
     assert all(statuses[-1].state.terminal for statuses in [[s for s in statuses if s.task_id == t] for t in "abc"])
+
+
+def test_a_bug_in_one_replica_ends_the_run_with_its_traceback(config, tokenizer):
+    """Only an EngineError is a fault a restart mends; another exception from a replica's
+    iteration is a bug and goes up, with no replica restarted."""
+
+    class Buggy(SimEngine):
+        def step(self):
+            if self.stats.steps == 2 and self.running == ["b"]:
+                raise KeyError("a bug (injected)")
+            return super().step()
+
+    tasks = [request("a", "drone1"), request("b", "drone2")]
+    with pytest.raises(KeyError, match="a bug"):
+        run(config, tokenizer, tasks, replicas=2, placement="round-robin", engine_class=Buggy)
 
 
 # ----------------------------------------------------------------- moving a generation

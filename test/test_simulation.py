@@ -9,6 +9,7 @@ import pytest
 from llm_planner.catalog.tokenizer import count_tokens
 from llm_planner.domain.tasks import TaskRequest, TaskState
 from llm_planner.domain.tuf import Tuf
+from llm_planner.engine.base import EngineError
 from llm_planner.engine.sim import TEMPLATE_TOKENS
 from llm_planner.lrtrace.composer import compose_preset, load_preset, mean_exec_times, preset_traces
 from llm_planner.lrtrace.formats import Job, Workload
@@ -173,7 +174,7 @@ def test_an_engine_fault_loses_no_generation_and_the_planner_goes_on(config, tok
 
         def step(self):
             if self.stats.steps == 4 and not FailsOnce.restarts:
-                raise RuntimeError("device lost (injected)")
+                raise EngineError("device lost (injected)")
             return super().step()
 
         def restart(self):
@@ -188,7 +189,7 @@ def test_an_engine_fault_loses_no_generation_and_the_planner_goes_on(config, tok
         assert record.state == TaskState.SUCCEEDED and record.plan == "mf(50);tp();"
         lost = [s for s in statuses if s.task_id == task_id and s.state == TaskState.SUSPENDED]
         assert len(lost) == 1
-        assert lost[0].message.startswith("engine step failed (RuntimeError: device lost (injected)); the engine "
+        assert lost[0].message.startswith("engine step failed (EngineError: device lost (injected)); the engine "
                                           "was restarted; the plan goes on from its ")
         assert not lost[0].message.endswith("its 0 tokens")  # it had begun: it went on, not over
     assert planner.records["c"].state == TaskState.SUCCEEDED
@@ -208,7 +209,7 @@ def test_a_generation_lost_with_its_engine_twice_fails_with_the_reason(config, t
         def step(self):
             lives = FailsTwice.failing_steps
             if FailsTwice.restarts < len(lives) and self.stats.steps == lives[FailsTwice.restarts]:
-                raise RuntimeError("device lost (injected)")
+                raise EngineError("device lost (injected)")
             return super().step()
 
         def restart(self):
@@ -219,7 +220,7 @@ def test_a_generation_lost_with_its_engine_twice_fails_with_the_reason(config, t
     assert FailsTwice.restarts == 2
     record = planner.records["a"]
     assert record.state == TaskState.FAILED
-    assert record.message == ("engine step failed (RuntimeError: device lost (injected)); the engine was restarted, "
+    assert record.message == ("engine step failed (EngineError: device lost (injected)); the engine was restarted, "
                               "a second time")
     assert planner.records["c"].state == TaskState.SUCCEEDED
     assert planner.active_tasks == 0

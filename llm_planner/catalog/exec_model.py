@@ -14,10 +14,11 @@ import csv
 import hashlib
 import math
 from collections import OrderedDict, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Iterable, Literal, Union
+from typing import Annotated, Literal
 
 import numpy as np
 import yaml
@@ -69,7 +70,7 @@ class EmpiricalTime(_Model):
     samples: list[Annotated[float, Field(ge=0)]] = Field(min_length=1)
 
 
-SkillTimeModel = Annotated[Union[ConstTime, PolyTime, UniformTime, EmpiricalTime], Field(discriminator="kind")]
+SkillTimeModel = Annotated[ConstTime | PolyTime | UniformTime | EmpiricalTime, Field(discriminator="kind")]
 
 
 def _quantile(model: SkillTimeModel, q: float, v: float | None) -> float:
@@ -165,7 +166,7 @@ class TaskGenerators:
         return rng
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_cached(path: Path) -> ExecModel:
     return ExecModel(load_model_file(ExecModelFile, path, "execution-time model"))
 
@@ -226,8 +227,9 @@ def fit_skill(samples: list[TimeSample], degree: int = 1) -> SkillTimeModel:
         fitted = np.polynomial.polynomial.polyval(x, coeffs)
         rel = np.abs(seconds - fitted) / np.maximum(fitted, 1e-9)
         jitter = float(min(0.9, np.quantile(rel, 0.9)))
-        return PolyTime(coeffs=[round(float(c), 7) for c in coeffs], jitter=round(jitter, 3),
-                        default_arg=float(np.median(x)))
+        return PolyTime(
+            coeffs=[round(float(c), 7) for c in coeffs], jitter=round(jitter, 3), default_arg=float(np.median(x))
+        )
     if len(samples) == 1:
         return ConstTime(value=float(seconds[0]))
     return EmpiricalTime(samples=[round(float(s), 4) for s in seconds])
@@ -241,9 +243,11 @@ def fit_exec_model(base: ExecModel, samples: list[TimeSample], degree: int = 1) 
     skills = dict(base.spec.skills)
     for skill, group in by_skill.items():
         skills[skill] = fit_skill(group, degree)
-    spec = base.spec.model_copy(update={
-        "skills": skills,
-        "source": f"{base.spec.source.strip()}\nRefitted from {len(samples)} recorded samples "
-                  f"({', '.join(sorted(by_skill))}).",
-    })
+    spec = base.spec.model_copy(
+        update={
+            "skills": skills,
+            "source": f"{base.spec.source.strip()}\nRefitted from {len(samples)} recorded samples "
+            f"({', '.join(sorted(by_skill))}).",
+        }
+    )
     return ExecModel(spec)

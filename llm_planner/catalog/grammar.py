@@ -34,17 +34,17 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from llm_planner.catalog.scene import parse_task_text
 from llm_planner.catalog.skills import Skill, SkillSet, expand_regex
 
-_COMMON = r'''
+_COMMON = r"""
 int ::= [0-9] | [1-9] [0-9]{1,4}
 number ::= "-"? int ("." [0-9]{1,3})?
-'''
+"""
 
-_MINISPEC = r'''
+_MINISPEC = r"""
 root ::= stmt+
 stmt ::= simple ";" | block ";"?
 body ::= (simple ";"){0,7} simple ";"?
@@ -57,11 +57,11 @@ num ::= number | var
 str ::= string | var | call
 string ::= "'" [^'\n{};]{1,40} "'"
 var ::= "_" [1-9]
-'''
+"""
 
 # `lead` is the first run of statements: any plan may open with a block, an error follow-up's
 # (`_MINISPEC_ALERT_LEAD`, `_PYTHON_ALERT_LEAD`) opens with a plain action that the robot can run at once.
-_MINISPEC_PLAN = r'''
+_MINISPEC_PLAN = r"""
 root ::= lead tail{0,3}
 tail ::= block ";"? (act ";"){0,15}
 body ::= act (";" act){0,7} ";"?
@@ -75,11 +75,11 @@ str ::= string
 string ::= "'" [^'\n{};]{1,40} "'"
 obj_c ::= qobj
 qobj_c ::= qobj
-'''
+"""
 _MINISPEC_LEAD = 'lead ::= (act ";"){1,16} | block ";"? (act ";"){0,15}\n'
 _MINISPEC_ALERT_LEAD = 'lead ::= (act ";"){1,16}\n'
 
-_PYTHON = r'''
+_PYTHON = r"""
 root ::= stmt+
 stmt ::= simple "\n" | "for " name " in " iterable ":\n" body | "if " condition ":\n" body ("else:\n" body)?
 body ::= ("    " simple "\n")+
@@ -90,11 +90,11 @@ expr ::= call | number | string | name | list | "True" | "False"
 list ::= "[" (expr (", " expr)*)? "]"
 string ::= "'" [^'\n]{1,60} "'" | "\"" [^"\n]{1,60} "\""
 name ::= [a-z_] [a-z0-9_]{0,15}
-'''
+"""
 
 # Python plans read one variable, `obj`, and only inside the loop that binds it: call rules
 # come in two scopes, top level (no variable) and a loop body (suffix `_l`, `obj` readable).
-_PYTHON_PLAN = r'''
+_PYTHON_PLAN = r"""
 stmt ::= act "\n" | loop | "if " condition ":\n" body ("else:\n" body)?
 loop ::= "for obj in " list ":\n" lbody | "for i in range(" [2-9] "):\n" body
 body ::= ("    " act "\n"){1,8}
@@ -106,22 +106,30 @@ list ::= "[" obj (", " obj){0,9} "]"
 string ::= "'" [^'\n]{1,40} "'" | "\"" [^"\n]{1,40} "\""
 obj_l ::= obj | "obj"
 qobj_l ::= qobj | "obj"
-'''
+"""
 _PYTHON_LEAD = "root ::= stmt{1,16}\n"
 _PYTHON_ALERT_LEAD = 'root ::= act "\\n" stmt{0,15}\n'
-_LEADS = {("minispec", False): _MINISPEC_LEAD, ("minispec", True): _MINISPEC_ALERT_LEAD,
-          ("python", False): _PYTHON_LEAD, ("python", True): _PYTHON_ALERT_LEAD}
+_LEADS = {
+    ("minispec", False): _MINISPEC_LEAD,
+    ("minispec", True): _MINISPEC_ALERT_LEAD,
+    ("python", False): _PYTHON_LEAD,
+    ("python", True): _PYTHON_ALERT_LEAD,
+}
 # A MiniSpec conditional's body (scope `_c`) may act on what its condition searched for.
-_SCOPES = {("minispec", False): ("",), ("minispec", True): ("", "_c"), ("python", False): ("",),
-           ("python", True): ("", "_l")}
+_SCOPES = {
+    ("minispec", False): ("",),
+    ("minispec", True): ("", "_c"),
+    ("python", False): ("",),
+    ("python", True): ("", "_l"),
+}
 
 # Objects a plan may name. Without a scene: any short quoted name (at most three words). With one
 # (`TaskScope`): an action names one of the scene's objects; a search or a query (`qobj`) may
 # also name a word group of the task, which the scene may not list yet.
-_ANY_OBJECT = r'''obj ::= "'" word (" " word){0,2} "'"
+_ANY_OBJECT = r"""obj ::= "'" word (" " word){0,2} "'"
 qobj ::= obj
 word ::= [^'"\n (){}\[\];,]{1,16}
-'''
+"""
 
 # Argument rule per declared type, per syntax; the plan grammars take an object's name as a
 # short quoted name (at most three words; in a Python loop also `obj`), never a phrase or a call.
@@ -131,10 +139,87 @@ _ARG_RULES = {
 }
 _PLAN_ARG_RULES = {syntax: {**rules, "object": "obj"} for syntax, rules in _ARG_RULES.items()}
 # Words that neither begin nor end a name the task gives to an object.
-_NOT_NAME_EDGES = frozenset("""a an the this that these those it its them your their his her to of in on at
-by for from with into onto over under and or but then if so as is are be was do does did could would should
-will please you there here now again some any all each every one not no
-what where which who how many much very just also first next after before until while than alert""".split())
+_NOT_NAME_EDGES = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "this",
+        "that",
+        "these",
+        "those",
+        "it",
+        "its",
+        "them",
+        "your",
+        "their",
+        "his",
+        "her",
+        "to",
+        "of",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "from",
+        "with",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "and",
+        "or",
+        "but",
+        "then",
+        "if",
+        "so",
+        "as",
+        "is",
+        "are",
+        "be",
+        "was",
+        "do",
+        "does",
+        "did",
+        "could",
+        "would",
+        "should",
+        "will",
+        "please",
+        "you",
+        "there",
+        "here",
+        "now",
+        "again",
+        "some",
+        "any",
+        "all",
+        "each",
+        "every",
+        "one",
+        "not",
+        "no",
+        "what",
+        "where",
+        "which",
+        "who",
+        "how",
+        "many",
+        "much",
+        "very",
+        "just",
+        "also",
+        "first",
+        "next",
+        "after",
+        "before",
+        "until",
+        "while",
+        "than",
+        "alert",
+    ]
+)
 
 
 def _ebnf_string(text: str) -> str:
@@ -145,7 +230,7 @@ def int_range(lo: int, hi: int) -> str:
     """EBNF for the whole numbers lo..hi (no leading zeros), digit by digit."""
     alternatives = []
     for width in range(len(str(lo)), len(str(hi)) + 1):
-        first, last = max(lo, 10 ** (width - 1) if width > 1 else 0), min(hi, 10 ** width - 1)
+        first, last = max(lo, 10 ** (width - 1) if width > 1 else 0), min(hi, 10**width - 1)
         if first <= last:
             alternatives += _same_width(str(first), str(last))
     return " | ".join(alternatives)
@@ -171,7 +256,7 @@ def _range_rule(arg) -> tuple[str, str]:
     name = f"{arg.type}_{arg.min}_{arg.max}"
     if arg.type == "int":
         return name, int_range(arg.min, arg.max)
-    below = f"({int_range(arg.min, arg.max - 1)}) (\".\" [0-9]{{1,2}})?" if arg.max > arg.min else ""
+    below = f'({int_range(arg.min, arg.max - 1)}) ("." [0-9]{{1,2}})?' if arg.max > arg.min else ""
     return name, " | ".join(x for x in (below, f'"{arg.max}"') if x)
 
 
@@ -197,11 +282,15 @@ def _call_alternative(skill: Skill, syntax: str, plan: bool, scope: str) -> str:
     return f"{_ebnf_string(skill.abbr + '(')} {args} {_ebnf_string(')')}"
 
 
-_GRAMMARS = {("minispec", False): _MINISPEC, ("minispec", True): _MINISPEC_PLAN,
-             ("python", False): _PYTHON, ("python", True): _PYTHON_PLAN}
+_GRAMMARS = {
+    ("minispec", False): _MINISPEC,
+    ("minispec", True): _MINISPEC_PLAN,
+    ("python", False): _PYTHON,
+    ("python", True): _PYTHON_PLAN,
+}
 
 
-@lru_cache(maxsize=None)  # per loaded skill set (compared by identity) and kind of grammar
+@cache  # per loaded skill set (compared by identity) and kind of grammar
 def _grammar(skill_set: SkillSet, plan: bool, alert: bool = False) -> str:
     """The grammar's rules; a plan grammar's object rules (`obj`, `qobj`) are left to the caller."""
     syntax, skills = skill_set.syntax, skill_set.spec.skills
@@ -217,8 +306,9 @@ def _grammar(skill_set: SkillSet, plan: bool, alert: bool = False) -> str:
             acts = [_call_alternative(s, syntax, plan, scope) for s in skills if s.kind == "action"]
             rules.append(f"act{scope} ::= " + " | ".join(acts))
     if plan and syntax == "minispec":
-        rules += [_said_rule(skill_set, s) for s in skills if s.kind == "action" and
-                  any(a.type == "str" for a in s.args)]
+        rules += [
+            _said_rule(skill_set, s) for s in skills if s.kind == "action" and any(a.type == "str" for a in s.args)
+        ]
     lead = _LEADS[syntax, alert] if plan else ""
     return (lead + _GRAMMARS[syntax, plan] + _COMMON).strip() + "\n" + "\n".join(rules) + "\n"
 
@@ -227,8 +317,11 @@ def _said_rule(skill_set: SkillSet, skill: Skill) -> str:
     """What an action's text argument may be: a string, or the answer of a query whose call its
     regex reads (`l(p('how many cups?'))` where the skill set's `l` accepts it)."""
     pattern = re.compile(expand_regex(skill.regex))
-    said = [q for q in skill_set.spec.skills if q.kind == "query" and len(q.args) == 1
-            and pattern.fullmatch(f"{skill.abbr}({q.abbr}('x'))")]
+    said = [
+        q
+        for q in skill_set.spec.skills
+        if q.kind == "query" and len(q.args) == 1 and pattern.fullmatch(f"{skill.abbr}({q.abbr}('x'))")
+    ]
     answers = [_call_alternative(q, "minispec", True, "") for q in said]
     return f"said_{skill.abbr} ::= " + " | ".join(["string", *answers])
 
@@ -283,8 +376,11 @@ def plan_grammar(skill_set: SkillSet, scope: TaskScope = TaskScope()) -> str:
     if not scope.objects:
         return grammar + _ANY_OBJECT
     extra = tuple(w for w in scope.task_words if w not in scope.objects)
-    return (grammar + _names_rule("obj", scope.objects)
-            + (_names_rule("qobj", extra).replace("::= ", "::= obj | ", 1) if extra else "qobj ::= obj\n"))
+    return (
+        grammar
+        + _names_rule("obj", scope.objects)
+        + (_names_rule("qobj", extra).replace("::= ", "::= obj | ", 1) if extra else "qobj ::= obj\n")
+    )
 
 
 @lru_cache(maxsize=256)

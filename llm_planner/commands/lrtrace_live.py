@@ -29,9 +29,11 @@ def _pace(args, config, jobs: int, engine) -> tuple[float, float]:
     reference = load_engine_profile(args.pace_engine) if args.pace_engine else None
     pace = pace_for(profile, reference, jobs, config)
     if reference is not None:
-        console.print(f"pace: this machine's engine ({profile.name}) needs {pace.here_s:.0f} s for the workload's "
-                      f"{jobs} plans, {args.pace_engine} {pace.reference_s:.0f} s: "
-                      f"arrivals {pace.slowdown:.2f}x further apart")
+        console.print(
+            f"pace: this machine's engine ({profile.name}) needs {pace.here_s:.0f} s for the workload's "
+            f"{jobs} plans, {args.pace_engine} {pace.reference_s:.0f} s: "
+            f"arrivals {pace.slowdown:.2f}x further apart"
+        )
     return args.speed / pace.slowdown, args.grace if args.grace is not None else pace.grace_s()
 
 
@@ -59,19 +61,25 @@ def pooled_first_actions(runs: list[dict]) -> dict:
 def _print_run(out, name: str, run, records: list, record_path: Path, engine) -> None:
     """One live run's lines: what it recorded, its urgent first action against the idle
     planner's, and how fast the engine ran against its profile."""
-    out.print(f"{name}: recorded {run.messages} messages to {record_path}; tasks: {terminal_counts(records)}"
-              + ("" if run.complete else " - NOT all tasks ended within the grace time"))
+    out.print(
+        f"{name}: recorded {run.messages} messages to {record_path}; tasks: {terminal_counts(records)}"
+        + ("" if run.complete else " - NOT all tasks ended within the grace time")
+    )
     if fa := run.first_actions:
-        out.print(f"{name}: urgent first action (task published -> first segment sent) p50 "
-                  f"{fa['load_p50_s']:.3f} s under load, {fa['idle_p50_s']:.3f} s for the "
-                  f"same tasks on the idle planner: {fa['ratio']:.2f}x")
+        out.print(
+            f"{name}: urgent first action (task published -> first segment sent) p50 "
+            f"{fa['load_p50_s']:.3f} s under load, {fa['idle_p50_s']:.3f} s for the "
+            f"same tasks on the idle planner: {fa['ratio']:.2f}x"
+        )
     if engine is not None and engine.stats.step_corrections:
-        out.print(f"{name}: step predictions corrected by "
-                  f"{', '.join(c.describe() for c in engine.stats.step_corrections)}")
+        out.print(
+            f"{name}: step predictions corrected by {', '.join(c.describe() for c in engine.stats.step_corrections)}"
+        )
 
 
-def _pooled_results(runs: dict[str, list[list]], first_actions: dict[str, list[dict]], config,
-                    with_recovery: bool) -> dict[str, dict]:
+def _pooled_results(
+    runs: dict[str, list[list]], first_actions: dict[str, list[dict]], config, with_recovery: bool
+) -> dict[str, dict]:
     """policy -> the metrics of all its runs' records (the keys of `compare --json`), with,
     over several runs, its gap to the reference policy run by run."""
     result = {}
@@ -119,18 +127,31 @@ def cmd_replay(args) -> int:
             name = f"{policy} ({of_runs})" if of_runs else policy
             run_config = config.model_copy(update={"policy": policy})
             if args.start_fleet:  # the planner publishes its live view: the recording holds its channels too
-                run_config.live_view = run_config.live_view.model_copy(update={
-                    "publish": True, **({"port": args.live_view} if args.live_view is not None else {})})
+                run_config.live_view = run_config.live_view.model_copy(
+                    update={"publish": True, **({"port": args.live_view} if args.live_view is not None else {})}
+                )
             record_path = _record_path(args, source.name, policy, policies, repeat)
             with progress_bar(args.quiet) as progress:
                 label = f"{source.name} live ({policy}, {of_runs})" if of_runs else f"{source.name} live ({policy})"
                 bar = progress.add_task(label, total=len(workload.jobs), status="")
-                run = replay_live(run_config, source.name, workload, source.traces, record_path,
-                                  start_fleet=args.start_fleet, seed=args.seed, fail_rates=args.fail_rate,
-                                  speed=speed, grace_s=grace_s,
-                                  idle_check=args.idle_check, engine=engine, say=console.print,
-                                  tick=lambda done, sent: progress.update(bar, completed=done,
-                                                                          status=f"{sent} published, {done} finished"))
+                run = replay_live(
+                    run_config,
+                    source.name,
+                    workload,
+                    source.traces,
+                    record_path,
+                    start_fleet=args.start_fleet,
+                    seed=args.seed,
+                    fail_rates=args.fail_rate,
+                    speed=speed,
+                    grace_s=grace_s,
+                    idle_check=args.idle_check,
+                    engine=engine,
+                    say=console.print,
+                    tick=lambda done, sent, bar=bar: progress.update(
+                        bar, completed=done, status=f"{sent} published, {done} finished"
+                    ),
+                )
             complete &= run.complete
             records = records_from_recording(record_path, run_config, source.traces)
             runs[policy].append(records)
@@ -138,8 +159,9 @@ def cmd_replay(args) -> int:
                 first_actions[policy].append(run.first_actions)
             _print_run(out, name, run, records, record_path, engine)
             if args.compare_sim and repeat == 0:  # a real engine is reused on a virtual clock
-                sim = simulate(workload, source.traces, policy, run_config, args.seed, engine=engine,
-                               fail_rates=args.fail_rate)
+                sim = simulate(
+                    workload, source.traces, policy, run_config, args.seed, engine=engine, fail_rates=args.fail_rate
+                )
                 result[f"{policy} (sim)"] = by_level(sim.records)
                 out.print(live_vs_sim_table(by_level(records), result[f"{policy} (sim)"], policy))
                 differences = task_differences(records, sim.records, first_sent_after_arrival(record_path))
@@ -148,9 +170,11 @@ def cmd_replay(args) -> int:
     if args.fail_rate:
         out.print(*report.recovery_lines(result))
     engine_name = f"vLLM {engine.model_dir}" if engine is not None else f"sim engine {config.engine_profile}"
-    report.print_tables({p: result[p] for p in policies},
-                        f"{source.name} live over ROS 2 ({engine_name})"
-                        + (f", {args.repeat} runs each" if args.repeat > 1 else ""), out)
+    report.print_tables(
+        {p: result[p] for p in policies},
+        f"{source.name} live over ROS 2 ({engine_name})" + (f", {args.repeat} runs each" if args.repeat > 1 else ""),
+        out,
+    )
     for line in report.paired_lines(result, over="runs"):
         out.print(line)
     write_json(args.json, result, out)  # the keys of `compare --json`; with --compare-sim also "<policy> (sim)"
@@ -160,8 +184,10 @@ def cmd_replay(args) -> int:
 def cmd_record(args) -> int:
     from llm_planner.ros.live_replay import record
 
-    stdout().print(f"recording the planner's tasks and statuses to {args.output}"
-                    + (f" for {args.duration:.0f} s" if args.duration else "; Ctrl-C to stop"))
+    stdout().print(
+        f"recording the planner's tasks and statuses to {args.output}"
+        + (f" for {args.duration:.0f} s" if args.duration else "; Ctrl-C to stop")
+    )
     stdout().print(f"wrote {record(args.output, args.duration)} messages to {args.output}")
     return 0
 

@@ -35,10 +35,17 @@ def cmd_compose(args) -> int:
     config = planner_config(args)
     if args.preset:
         # the options given override the preset's own values
-        overrides = {field: value for field, value in (
-            ("trace_ids", [int(x) for x in args.trace_ids.split(",")] if args.trace_ids else None),
-            ("rate_per_s", args.rate), ("max_tasks_per_event", args.max_tpe), ("agents", args.agents),
-            ("duration_s", args.duration)) if value is not None}
+        overrides = {
+            field: value
+            for field, value in (
+                ("trace_ids", [int(x) for x in args.trace_ids.split(",")] if args.trace_ids else None),
+                ("rate_per_s", args.rate),
+                ("max_tasks_per_event", args.max_tpe),
+                ("agents", args.agents),
+                ("duration_s", args.duration),
+            )
+            if value is not None
+        }
         preset = load_preset(args.preset)
         preset = preset.model_validate({**preset.model_dump(), **overrides})
         traces = load_traces(args.traces) if args.traces else preset_traces(preset)
@@ -50,11 +57,21 @@ def cmd_compose(args) -> int:
             raise ValueError("without a preset, give --traces, --trace-ids, --rate, --max-tpe, --agents and --duration")
         traces = load_traces(args.traces)
         ids = [int(x) for x in args.trace_ids.split(",")]
-        workload = compose(traces, ids, args.rate, args.max_tpe, args.agents, args.duration, args.seed,
-                           exec_mean_s=mean_exec_times(traces, config.robot_types), name=Path(args.output).stem)
+        workload = compose(
+            traces,
+            ids,
+            args.rate,
+            args.max_tpe,
+            args.agents,
+            args.duration,
+            args.seed,
+            exec_mean_s=mean_exec_times(traces, config.robot_types),
+            name=Path(args.output).stem,
+        )
     save(workload, args.output)
-    stdout().print(f"wrote {args.output}: {len(workload.jobs)} jobs over {workload.duration_s:.0f} s, "
-                    f"{workload.agents} agents")
+    stdout().print(
+        f"wrote {args.output}: {len(workload.jobs)} jobs over {workload.duration_s:.0f} s, {workload.agents} agents"
+    )
     return 0
 
 

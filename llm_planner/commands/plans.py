@@ -20,35 +20,59 @@ from llm_planner.lrtrace.task_list import PlanTask, load_plan_tasks
 from llm_planner.settings.config import load_planner_config
 
 SIDE_BY_SIDE_ROWS = 20  # more tasks than this: the side-by-side table goes only to --markdown
-_COLUMNS = [("tasks", "tasks", "{:d}"), ("valid_rate", "valid", "{:.0%}"), ("truncated_rate", "cut", "{:.0%}"),
-            ("calls_mean", "calls", "{:.1f}"), ("repeated_statement_fraction", "repeats", "{:.0%}"),
-            ("tokens_mean", "tokens", "{:.1f}"), ("spearman_tokens_steps", "ρ tok/steps", "{:.2f}"),
-            ("task_rate", "does task", "{:.0%}"), ("first_action_rate", "alerts act first", "{:.0%}")]
+_COLUMNS = [
+    ("tasks", "tasks", "{:d}"),
+    ("valid_rate", "valid", "{:.0%}"),
+    ("truncated_rate", "cut", "{:.0%}"),
+    ("calls_mean", "calls", "{:.1f}"),
+    ("repeated_statement_fraction", "repeats", "{:.0%}"),
+    ("tokens_mean", "tokens", "{:.1f}"),
+    ("spearman_tokens_steps", "ρ tok/steps", "{:.2f}"),
+    ("task_rate", "does task", "{:.0%}"),
+    ("first_action_rate", "alerts act first", "{:.0%}"),
+]
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("plans", help="plan benchmark: generate each task's plan and check that a robot can run it",
-                       description=__doc__)
-    p.add_argument("tasks", help="trace set, TimelyLLM workload/trace JSON, or JSON Lines of "
-                                 "{robot_type, robot_system, task_input[, required_skills, required_objects]} "
-                                 "(e.g. config/corpus/plan_tasks.jsonl); "
-                                 "with --recheck, an earlier --json report")
-    p.add_argument("--engine", choices=("sim", "vllm"),
-                   help="default: the config's engine (sim replays recorded plans)")
+    p = sub.add_parser(
+        "plans", help="plan benchmark: generate each task's plan and check that a robot can run it", description=__doc__
+    )
+    p.add_argument(
+        "tasks",
+        help="trace set, TimelyLLM workload/trace JSON, or JSON Lines of "
+        "{robot_type, robot_system, task_input[, required_skills, required_objects]} "
+        "(e.g. config/corpus/plan_tasks.jsonl); "
+        "with --recheck, an earlier --json report",
+    )
+    p.add_argument(
+        "--engine", choices=("sim", "vllm"), help="default: the config's engine (sim replays recorded plans)"
+    )
     p.add_argument("--config", help="planner config (default: config/planner.yaml)")
     p.add_argument("--model", help="local HF model folder for --engine vllm (default: the config's vllm.model)")
-    p.add_argument("--unconstrained", action="store_true",
-                   help="--engine vllm without the plan grammar and repeat guard (to see what they do)")
-    p.add_argument("--skill-set-grammar", action="store_true",
-                   help="--engine vllm with the skill set's plan grammar instead of each task's own (vllm.task_grammar "
-                        "off: any object name, any opening statement)")
+    p.add_argument(
+        "--unconstrained",
+        action="store_true",
+        help="--engine vllm without the plan grammar and repeat guard (to see what they do)",
+    )
+    p.add_argument(
+        "--skill-set-grammar",
+        action="store_true",
+        help="--engine vllm with the skill set's plan grammar instead of each task's own (vllm.task_grammar "
+        "off: any object name, any opening statement)",
+    )
     p.add_argument("--split", help="only tasks of this split (e.g. tune, heldout)")
     p.add_argument("--limit", type=int, help="only the first N tasks")
-    p.add_argument("--recheck", action="store_true",
-                   help="TASKS is an earlier report: judge its plans again with today's checks (no engine)")
-    p.add_argument("--against", metavar="MODEL",
-                   help="--engine vllm: also generate every plan with this model (e.g. smollm2-135m-instruct, the "
-                        "tuned model's base) and show both plans of each task side by side")
+    p.add_argument(
+        "--recheck",
+        action="store_true",
+        help="TASKS is an earlier report: judge its plans again with today's checks (no engine)",
+    )
+    p.add_argument(
+        "--against",
+        metavar="MODEL",
+        help="--engine vllm: also generate every plan with this model (e.g. smollm2-135m-instruct, the "
+        "tuned model's base) and show both plans of each task side by side",
+    )
     p.add_argument("--markdown", help="with --against: write the side-by-side table here")
     p.add_argument("--json", help="write the report here (with --against, the other model's under 'against')")
     p.set_defaults(func=cmd_plans)
@@ -62,7 +86,7 @@ def cmd_plans(args: argparse.Namespace) -> int:
     if args.split:
         tasks = [t for t in tasks if t.split == args.split]
     if args.limit is not None:
-        tasks = tasks[:args.limit]
+        tasks = tasks[: args.limit]
     if not tasks:
         raise ValueError(f"{args.tasks}: no tasks{f' of split {args.split!r}' if args.split else ''}")
     engine_name = args.engine or config.engine
@@ -73,11 +97,15 @@ def cmd_plans(args: argparse.Namespace) -> int:
         raise ValueError("--against compares two models' plans: it needs --engine vllm")
     runs, max_tokens = generate_on_engine(config, engine_name, args.model, tasks)
     model = args.model or config.vllm.model
-    result = {"engine": engine_name, "model": model if engine_name == "vllm" else None,
-              "max_tokens": max_tokens if engine_name == "vllm" else None,
-              "constrained": engine_name == "vllm" and config.vllm.constrained,
-              "task_grammar": engine_name == "vllm" and config.vllm.constrained and config.vllm.task_grammar,
-              "task_file": str(args.tasks), **report(runs)}
+    result = {
+        "engine": engine_name,
+        "model": model if engine_name == "vllm" else None,
+        "max_tokens": max_tokens if engine_name == "vllm" else None,
+        "constrained": engine_name == "vllm" and config.vllm.constrained,
+        "task_grammar": engine_name == "vllm" and config.vllm.constrained and config.vllm.task_grammar,
+        "task_file": str(args.tasks),
+        **report(runs),
+    }
     if args.against:
         other, _ = generate_on_engine(config, engine_name, args.against, tasks)
         result["against"] = {"model": args.against, **report(other)}
@@ -86,8 +114,12 @@ def cmd_plans(args: argparse.Namespace) -> int:
             Console().print(side_by_side(tasks, {model: runs, args.against: other}))
         if args.markdown:
             Path(args.markdown).write_text(markdown_table(tasks, {model: runs, args.against: other}))
-    _show(result, args.json, f"{len(runs)} plans from {args.tasks} on the {engine_name} engine"
-                             + (f" ({model})" if engine_name == "vllm" else ""))
+    _show(
+        result,
+        args.json,
+        f"{len(runs)} plans from {args.tasks} on the {engine_name} engine"
+        + (f" ({model})" if engine_name == "vllm" else ""),
+    )
     return 0
 
 
@@ -104,8 +136,10 @@ def side_by_side(tasks: list[PlanTask], runs: dict[str, list[PlanRun]]) -> Table
         table.add_column("does task")
     for i, task in enumerate(tasks):
         # escaped: scene lists and Python lists are written in brackets, which rich reads as markup
-        table.add_row(escape(task.task_input),
-                      *(escape(cell) for model_runs in runs.values() for cell in _plan_cell(model_runs[i])))
+        table.add_row(
+            escape(task.task_input),
+            *(escape(cell) for model_runs in runs.values() for cell in _plan_cell(model_runs[i])),
+        )
     return table
 
 
@@ -113,8 +147,7 @@ def markdown_table(tasks: list[PlanTask], runs: dict[str, list[PlanRun]]) -> str
     def cell(text: str) -> str:  # one table row per task, whatever the text holds
         return text.replace("\n", "⏎ ").replace("|", "\\|")
 
-    lines = ["| task | " + " | ".join(f"{m} | does task" for m in runs) + " |",
-             "|---|" + "---|---|" * len(runs)]
+    lines = ["| task | " + " | ".join(f"{m} | does task" for m in runs) + " |", "|---|" + "---|---|" * len(runs)]
     for i, task in enumerate(tasks):
         cells = [cell(task.task_input)]
         for model_runs in runs.values():
@@ -138,11 +171,13 @@ def generate_on_engine(config, engine_name: str, model: str | None, tasks: list[
         engine.close()
 
 
-def _generate_with_progress(engine, tasks: list[PlanTask], skill_sets: dict[str, SkillSet],
-                            max_tokens: int, task_grammar: bool) -> list[PlanRun]:
+def _generate_with_progress(
+    engine, tasks: list[PlanTask], skill_sets: dict[str, SkillSet], max_tokens: int, task_grammar: bool
+) -> list[PlanRun]:
     console = Console(stderr=True)
-    with Progress(TextColumn("[bold]plans"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console) as progress:
+    with Progress(
+        TextColumn("[bold]plans"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+    ) as progress:
         bar = progress.add_task("plans", total=len(tasks))
         done = []
 
@@ -169,8 +204,11 @@ def _recheck(args: argparse.Namespace, config) -> int:
     if args.split:
         plans = [p for p in plans if p.get("split") == args.split]
     runs = recheck(plans, _skill_sets(config, {p["robot_type"] for p in plans}))
-    result = {**{k: earlier.get(k) for k in ("engine", "max_tokens", "constrained", "task_file")},
-              "rechecked_from": str(args.tasks), **report(runs)}
+    result = {
+        **{k: earlier.get(k) for k in ("engine", "max_tokens", "constrained", "task_file")},
+        "rechecked_from": str(args.tasks),
+        **report(runs),
+    }
     _show(result, args.json, f"{len(runs)} plans of {args.tasks}, checked again")
     return 0
 
@@ -186,16 +224,20 @@ def _show(result: dict, json_path: str | None, title: str) -> None:
 
 
 def summary_table(result: dict, title: str) -> Table:
-    table = Table(title=title, caption="valid: parses, calls an action, ends before the token limit, reads no unset "
-                  "variable, names only scene/task objects; repeats: statements equal to an earlier one; ρ: Spearman "
-                  "of plan tokens vs the task's counted steps; does task: calls every required skill and names "
-                  "every required object (tasks that list them); alerts act first: error follow-ups whose plan opens "
-                  "with a plain call of a skill the task lists as safe first")
+    table = Table(
+        title=title,
+        caption="valid: parses, calls an action, ends before the token limit, reads no unset "
+        "variable, names only scene/task objects; repeats: statements equal to an earlier one; ρ: Spearman "
+        "of plan tokens vs the task's counted steps; does task: calls every required skill and names "
+        "every required object (tasks that list them); alerts act first: error follow-ups whose plan opens "
+        "with a plain call of a skill the task lists as safe first",
+    )
     table.add_column("tasks of")
     for _, header, _ in _COLUMNS:
         table.add_column(header, justify="right")
-    rows = [("all", result)] + [(f"split {k}", v) for k, v in result["split"].items()] + list(
-        result["robot_type"].items())
+    rows = (
+        [("all", result)] + [(f"split {k}", v) for k, v in result["split"].items()] + list(result["robot_type"].items())
+    )
     for name, summary in rows:
         cells = ("-" if summary.get(key) is None else fmt.format(summary[key]) for key, _, fmt in _COLUMNS)
         table.add_row(name, *cells)

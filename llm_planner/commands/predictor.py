@@ -59,8 +59,20 @@ def _model_name(config, args) -> str:
 
 def collect(args, config, tasks) -> list[PlanSample]:
     runs, _ = generate_on_engine(config, args.engine or config.engine, args.model, tasks)
-    return [PlanSample(r.task.task_id, r.task.split, r.task.robot_type, r.skill_set, r.task.task_input, r.tokens,
-                       len(r.segment_tokens), r.segment_tokens, r.check.valid) for r in runs]
+    return [
+        PlanSample(
+            r.task.task_id,
+            r.task.split,
+            r.task.robot_type,
+            r.skill_set,
+            r.task.task_input,
+            r.tokens,
+            len(r.segment_tokens),
+            r.segment_tokens,
+            r.check.valid,
+        )
+        for r in runs
+    ]
 
 
 def cmd_collect(args) -> int:
@@ -78,8 +90,10 @@ def cmd_train(args) -> int:
     predictor = train_predictor(training, _model_name(config, args), args.epochs)
     output = Path(args.output) if args.output else default_checkpoint(predictor.model.model_name)
     predictor.save(output)
-    print(f"wrote {output} ({output.stat().st_size} bytes): trained on {len(training)} plans of "
-          f"{predictor.model.model_name}, skill sets {predictor.model.skill_sets}")
+    print(
+        f"wrote {output} ({output.stat().st_size} bytes): trained on {len(training)} plans of "
+        f"{predictor.model.model_name}, skill sets {predictor.model.skill_sets}"
+    )
     held = [s for s in samples if s.split == "heldout"]
     if held:
         Console().print(result_table({"heldout": evaluate(predictor, held), "train": evaluate(predictor, training)}))
@@ -94,9 +108,11 @@ def cmd_eval(args) -> int:
         raise FileNotFoundError(f"no predictor checkpoint {checkpoint}: `llm-planner predictor collect` then `train`")
     predictor = LengthPredictor.load(checkpoint)
     if predictor.model.model_name != model_name:
-        Console(stderr=True).print(f"[yellow]warning: the checkpoint learned the plans of "
-                                   f"{predictor.model.model_name}, the engine runs {model_name}: "
-                                   "plan lengths depend on the model")
+        Console(stderr=True).print(
+            f"[yellow]warning: the checkpoint learned the plans of "
+            f"{predictor.model.model_name}, the engine runs {model_name}: "
+            "plan lengths depend on the model"
+        )
     if args.tasks.endswith(".jsonl") and _is_samples(args.tasks):
         samples = read_samples(args.tasks)
     else:
@@ -127,6 +143,11 @@ def result_table(results: dict[str, dict]) -> Table:
     for key in RESULT_KEYS + ("interval90_coverage",):
         table.add_column(key.replace("_", " "), justify="right")
     for name, result in results.items():
-        table.add_row(name, *(f"{result[k]:.2f}" if isinstance(result[k], float) else str(result[k])
-                              for k in RESULT_KEYS + ("interval90_coverage",)))
+        table.add_row(
+            name,
+            *(
+                f"{result[k]:.2f}" if isinstance(result[k], float) else str(result[k])
+                for k in RESULT_KEYS + ("interval90_coverage",)
+            ),
+        )
     return table

@@ -22,7 +22,7 @@ def route_library_output(log_path: Path, consoles: list[Console]) -> Path:
     """From now on, libraries write to `log_path`; `consoles` (and errors) to the terminal."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")  # vLLM's loggers then reach the root logger
-    log = open(log_path, "a", buffering=1)  # open for the rest of the process
+    log = open(log_path, "a", buffering=1)  # noqa: SIM115 -- open for the rest of the process
     terminal = os.fdopen(os.dup(2), "w", buffering=1)
     sys.stderr.flush()
     os.dup2(log.fileno(), 2)

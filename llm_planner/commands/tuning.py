@@ -26,11 +26,18 @@ def add_parser(sub) -> None:
     p.add_argument("--rank", type=int, default=8)
     p.add_argument("--seed", type=int, default=0, help="LoRA initialisation and batch order")
     p.add_argument("--limit", type=int, help="only the first N tuning rows (a quick try)")
-    p.add_argument("--threads", type=int, help="CPU threads for training (default: every core this process may use, "
-                                               "whatever OMP_NUM_THREADS says for the engine)")
-    p.add_argument("--no-merge", action="store_true",
-                   help="do not merge the new adapter into a model folder (the planner model's for the default "
-                        "output, OUTPUT/model for another)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        help="CPU threads for training (default: every core this process may use, "
+        "whatever OMP_NUM_THREADS says for the engine)",
+    )
+    p.add_argument(
+        "--no-merge",
+        action="store_true",
+        help="do not merge the new adapter into a model folder (the planner model's for the default "
+        "output, OUTPUT/model for another)",
+    )
     p.set_defaults(func=cmd_tune_model)
 
 
@@ -42,8 +49,10 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     rows = build_corpus(args.per_template, args.seed)
     write_corpus(rows, args.output)
     counts = Counter((r.skill_set, r.split) for r in rows)
-    print(f"wrote {args.output}: {len(rows)} tasks; " + ", ".join(f"{s} {split} {n}" for (s, split), n in
-                                                                    sorted(counts.items())))
+    print(
+        f"wrote {args.output}: {len(rows)} tasks; "
+        + ", ".join(f"{s} {split} {n}" for (s, split), n in sorted(counts.items()))
+    )
     return 0
 
 
@@ -55,7 +64,7 @@ def cmd_tune_model(args: argparse.Namespace) -> int:
 
     rows = [r for r in load_corpus(args.corpus) if r.split == "tune"]
     if args.limit:
-        rows = rows[:args.limit]
+        rows = rows[: args.limit]
     if not rows:
         raise ValueError(f"{args.corpus}: no rows of the tuning split")
     import torch
@@ -70,17 +79,22 @@ def cmd_tune_model(args: argparse.Namespace) -> int:
         threads = args.threads or len(os.sched_getaffinity(0))
         device, bf16, where = "cpu", info.best_dtype == "bfloat16", f"{info.describe()}, {threads} threads"
     print(f"tuning {base.name} on {len(rows)} tasks ({where}, {'bfloat16' if bf16 else 'float32'})")
-    settings = TuneSettings(epochs=args.epochs, learning_rate=args.learning_rate, rank=args.rank,
-                            alpha=2 * args.rank, seed=args.seed)
+    settings = TuneSettings(
+        epochs=args.epochs, learning_rate=args.learning_rate, rank=args.rank, alpha=2 * args.rank, seed=args.seed
+    )
     result = tune(base, rows, out, settings, bf16=bf16, device=device, threads=threads)
-    print(f"adapter in {out}: {result['steps']} steps, {result['tokens']} tokens, {result['minutes']} min, "
-          f"loss {result['final_loss']}")
+    print(
+        f"adapter in {out}: {result['steps']} steps, {result['tokens']} tokens, {result['minutes']} min, "
+        f"loss {result['final_loss']}"
+    )
     if args.no_merge:
         return 0
     if out == adapter_dir():
         print(f"tuned model: {prepare_tuned_model()}")
     else:
         merged = prepare_tuned_model(adapter=out, target=out / "model")
-        print(f"tuned model: {merged} (its plans: llm-planner plans {CORPUS} --split heldout --engine vllm "
-              f"--model {merged})")
+        print(
+            f"tuned model: {merged} (its plans: llm-planner plans {CORPUS} --split heldout --engine vllm "
+            f"--model {merged})"
+        )
     return 0

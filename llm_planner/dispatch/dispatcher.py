@@ -9,8 +9,9 @@ reports): a suspended generation's next segment is due then.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 from llm_planner.catalog.exec_model import ExecModel
 from llm_planner.catalog.skills import SkillSet
@@ -79,15 +80,26 @@ class Dispatcher:
     its port; 0 for simulated robots), a running mean of the robots' reports. Each separate
     dispatch costs the next unit that wait, so the release decision prices it."""
 
-    def __init__(self, robots: RobotPort, on_executing: Callable[[TaskRecord, DispatchedSegment], None],
-                 whole_plan_units: Callable[[SkillSet, str], list[PlanPiece]] | None = None) -> None:
+    def __init__(
+        self,
+        robots: RobotPort,
+        on_executing: Callable[[TaskRecord, DispatchedSegment], None],
+        whole_plan_units: Callable[[SkillSet, str], list[PlanPiece]] | None = None,
+    ) -> None:
         self.robots = robots
         self.on_executing = on_executing
         self.whole_plan_units = whole_plan_units
         self.switch_gap_s = 0.0
 
-    def send(self, record: TaskRecord, skill_set: SkillSet, work: RobotWork, segments: list[PlanPiece],
-             last: bool, now: float) -> None:
+    def send(
+        self,
+        record: TaskRecord,
+        skill_set: SkillSet,
+        work: RobotWork,
+        segments: list[PlanPiece],
+        last: bool,
+        now: float,
+    ) -> None:
         """Send one or more consecutive segments as one dispatch; each segment with calls
         stays its own utility unit (held-back segments are counted as if streamed)."""
         text = "".join(s.text for s in segments)
@@ -127,8 +139,12 @@ class Dispatcher:
         if math.isnan(segment.started_s):
             segment.started_s = t - sum(call_times_s)
         previous = record.segments[index - 1] if index else None
-        if (previous is not None and segment.calls and previous.call_times_s
-                and segment.dispatched_s < previous.finished_s):
+        if (
+            previous is not None
+            and segment.calls
+            and previous.call_times_s
+            and segment.dispatched_s < previous.finished_s
+        ):
             gap = max(0.0, segment.started_s - (previous.started_s + sum(previous.call_times_s)))
             self.switch_gap_s += SWITCH_GAP_WEIGHT * (gap - self.switch_gap_s)
         last = index == len(record.segments) - 1

@@ -7,8 +7,9 @@ so robots report back through the listener from the start: `segment_started` /
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 from llm_planner.catalog.exec_model import ExecModel, TaskGenerators
 from llm_planner.catalog.faults import CallFaults, failure_message
@@ -28,8 +29,9 @@ class RobotListener(Protocol):
 
     def segment_started(self, task_id: str, index: int, t: float) -> None: ...
 
-    def segment_finished(self, task_id: str, index: int, success: bool, call_times_s: list[float],
-                         message: str, t: float) -> None: ...
+    def segment_finished(
+        self, task_id: str, index: int, success: bool, call_times_s: list[float], message: str, t: float
+    ) -> None: ...
 
     def robot_models(self, task_id: str) -> tuple[SkillSet, ExecModel]: ...
 
@@ -78,8 +80,9 @@ class SimRobots:
     server follows too. A segment takes the sum of its calls' times. Events go through
     `schedule(time, callback)` of the simulation loop; starts and ends go to `planner`."""
 
-    def __init__(self, schedule: Schedule, now: Callable[[], float], times: CallTimeSource,
-                 planner: RobotListener) -> None:
+    def __init__(
+        self, schedule: Schedule, now: Callable[[], float], times: CallTimeSource, planner: RobotListener
+    ) -> None:
         self._schedule = schedule
         self._now = now
         self._times = times
@@ -118,7 +121,7 @@ class SimRobots:
         durations = self._times.times(task_id, segment, model)
         failed = self._times.failed_call(task_id, segment)
         if failed is not None:  # as a robot reports a failure: the times of the calls run, the failed one last
-            durations = durations[:failed + 1]
+            durations = durations[: failed + 1]
         message = "" if failed is None else failure_message(segment.calls[failed])
         end = now + sum(durations)
         robot.busy = True
@@ -130,8 +133,11 @@ class SimRobots:
 
         def finished() -> None:
             robot.busy = False
-            robot.queue.finished(end, plan_ended=segment.last or failed is not None or task_id in self._canceled,
-                                 call_failed=failed is not None)
+            robot.queue.finished(
+                end,
+                plan_ended=segment.last or failed is not None or task_id in self._canceled,
+                call_failed=failed is not None,
+            )
             if task_id not in self._canceled:
                 self._planner.segment_finished(task_id, index, failed is None, durations, message, end)
             self._next(robot_id, end)

@@ -13,8 +13,9 @@ caller runs on: the simulation's or the robot's monotonic clock.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from llm_planner.domain.names import next_follow_up_id
 

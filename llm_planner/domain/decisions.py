@@ -10,10 +10,10 @@ the event ending the wait says how long it lasted.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Callable, Iterable
 
 Figure = float | int | str | bool
 
@@ -85,13 +85,23 @@ class Decision:
     figures: dict[str, Figure] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"t_s": self.t_s, "task_id": self.task_id, "kind": self.kind.value, "reason": self.reason.value,
-                "figures": self.figures}
+        return {
+            "t_s": self.t_s,
+            "task_id": self.task_id,
+            "kind": self.kind.value,
+            "reason": self.reason.value,
+            "figures": self.figures,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> Decision:
-        return cls(float(data["t_s"]), str(data["task_id"]), Kind(data["kind"]), Reason(data["reason"]),
-                   dict(data.get("figures", {})))
+        return cls(
+            float(data["t_s"]),
+            str(data["task_id"]),
+            Kind(data["kind"]),
+            Reason(data["reason"]),
+            dict(data.get("figures", {})),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,14 +118,27 @@ class Iteration:
     started: int  # generations that joined it (new prompts, resumes, moves)
 
     def to_json(self) -> dict:
-        return {"t_s": self.t_s, "replica": self.replica, "duration_s": self.duration_s,
-                "predicted_s": self.predicted_s, "members": list(self.members),
-                "prefill_tokens": self.prefill_tokens, "started": self.started}
+        return {
+            "t_s": self.t_s,
+            "replica": self.replica,
+            "duration_s": self.duration_s,
+            "predicted_s": self.predicted_s,
+            "members": list(self.members),
+            "prefill_tokens": self.prefill_tokens,
+            "started": self.started,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> Iteration:
-        return cls(float(data["t_s"]), int(data["replica"]), float(data["duration_s"]), float(data["predicted_s"]),
-                   tuple(data["members"]), int(data["prefill_tokens"]), int(data["started"]))
+        return cls(
+            float(data["t_s"]),
+            int(data["replica"]),
+            float(data["duration_s"]),
+            float(data["predicted_s"]),
+            tuple(data["members"]),
+            int(data["prefill_tokens"]),
+            int(data["started"]),
+        )
 
 
 class DecisionTrace:

@@ -119,7 +119,7 @@ class Engine(ABC):
         future: Future = Future()
         try:
             future.set_result(self.step())
-        except Exception as exc:  # raised again by end_step
+        except Exception as exc:  # noqa: BLE001 -- raised again by end_step
             future.set_exception(exc)
         return future
 
@@ -151,7 +151,7 @@ class Engine(ABC):
         was inside is lost). Default: a reset on the same clock."""
         self.reset(self.clock)
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 -- optional: most engines hold nothing
         """Give back what the engine holds (a real engine's processes and memory)."""
 
     @abstractmethod

@@ -59,8 +59,9 @@ class StepCorrection:
     decode_s_per_seq: float = 0.0  # added per further sequence in the batch
     by_batch_s: dict[int, float] = field(default_factory=dict)  # batch size -> its own error, where measured
 
-    def predict_step_s(self, profile: EngineProfile, batch_size: int, context_tokens: int, prefill_tokens: int = 0,
-                       resumes: int = 0) -> float:
+    def predict_step_s(
+        self, profile: EngineProfile, batch_size: int, context_tokens: int, prefill_tokens: int = 0, resumes: int = 0
+    ) -> float:
         decode = profile.predict_step_s(batch_size, context_tokens)
         extra = profile.predict_step_s(batch_size, context_tokens, prefill_tokens, resumes) - decode
         if decode <= 0.0 and extra <= 0.0:
@@ -88,11 +89,15 @@ class StepCorrection:
         return self.decode_offset_s + self.decode_s_per_seq * max(0, batch_size - 1)
 
     def describe(self) -> str:
-        off_line = "".join(f", batch {batch} {(error - self._line_s(batch)) * 1000:+.0f} ms"
-                           for batch, error in sorted(self.by_batch_s.items())
-                           if abs(error - self._line_s(batch)) >= OFF_LINE_SHOWN_S)
-        return (f"decode {self.decode_offset_s * 1000:+.0f} ms {self.decode_s_per_seq * 1000:+.1f} ms a further "
-                f"sequence{off_line}, prefill and resumes x{self.extra_factor:.2f}")
+        off_line = "".join(
+            f", batch {batch} {(error - self._line_s(batch)) * 1000:+.0f} ms"
+            for batch, error in sorted(self.by_batch_s.items())
+            if abs(error - self._line_s(batch)) >= OFF_LINE_SHOWN_S
+        )
+        return (
+            f"decode {self.decode_offset_s * 1000:+.0f} ms {self.decode_s_per_seq * 1000:+.1f} ms a further "
+            f"sequence{off_line}, prefill and resumes x{self.extra_factor:.2f}"
+        )
 
 
 class StepCalibration:
@@ -104,8 +109,9 @@ class StepCalibration:
         self._extra_ratios: deque[float] = deque(maxlen=WINDOW)
         self.correction = StepCorrection()
 
-    def observe(self, batch_size: int, context_tokens: int, prefill_tokens: int, resumes: int,
-                measured_s: float) -> None:
+    def observe(
+        self, batch_size: int, context_tokens: int, prefill_tokens: int, resumes: int, measured_s: float
+    ) -> None:
         """One iteration: its batch (the generations it computed for), their context, the
         prompt tokens it prefilled and the suspended generations it resumed, and how long it took."""
         decode = self.profile.predict_step_s(batch_size, context_tokens)
@@ -145,8 +151,9 @@ class StepCalibration:
         weight = sum(n for _, _, n in points)
         mean_x = sum(x * n for x, _, n in points) / weight
         mean_y = sum(y * n for _, y, n in points) / weight
-        slope = (sum(n * (x - mean_x) * (y - mean_y) for x, y, n in points)
-                 / sum(n * (x - mean_x) ** 2 for x, _, n in points))
+        slope = sum(n * (x - mean_x) * (y - mean_y) for x, y, n in points) / sum(
+            n * (x - mean_x) ** 2 for x, _, n in points
+        )
         low, high = (bound * self.profile.decode_s_per_seq for bound in SLOPE_RANGE)
         slope = min(high, max(low, slope))
         return mean_y - slope * mean_x, slope

@@ -89,9 +89,11 @@ def main() -> int:
     info = cpu_info()
     reason = info.unsupported_reason()
     if reason:
-        print(f"set-up stops: {reason}.\nThe real engine needs vLLM's CPU build on an x86-64 CPU with AVX2 "
-              f"(or AVX-512); on other machines install llm_planner with `pip install -e .` and use the sim engine.",
-              file=sys.stderr)
+        print(
+            f"set-up stops: {reason}.\nThe real engine needs vLLM's CPU build on an x86-64 CPU with AVX2 "
+            f"(or AVX-512); on other machines install llm_planner with `pip install -e .` and use the sim engine.",
+            file=sys.stderr,
+        )
         return 2
     print(f"CPU: {info.describe()}; the engine will run in {info.best_dtype}")
     return 0

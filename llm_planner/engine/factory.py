@@ -74,13 +74,25 @@ def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = No
 
     model_dir = resolve_model(model or settings.model)
     setup = resolve_vllm_setup(settings, timing_model_name(model_dir), cpu_info() if on_cpu() else None)
-    engine = VllmEngine(model_dir, clock, setup.profile, setup.engine_args, settings.constrained,
-                        settings.max_plan_tokens, settings.sampling, settings.calibrate)
+    engine = VllmEngine(
+        model_dir,
+        clock,
+        setup.profile,
+        setup.engine_args,
+        settings.constrained,
+        settings.max_plan_tokens,
+        settings.sampling,
+        settings.calibrate,
+    )
     configured = {load_skill_set(rt.skill_set).name for rt in config.robot_types.values()}
     untuned = sorted(configured - engine.tuned_skill_sets)
     if untuned:
-        log.warning("model %s is not tuned for the skill sets %s: they are prompted with few-shot examples "
-                    "(`llm-planner tune-model` tunes the bundled model)", model_dir.name, ", ".join(untuned))
+        log.warning(
+            "model %s is not tuned for the skill sets %s: they are prompted with few-shot examples "
+            "(`llm-planner tune-model` tunes the bundled model)",
+            model_dir.name,
+            ", ".join(untuned),
+        )
     return engine
 
 
@@ -88,8 +100,11 @@ def make_watched_vllm_engine(config: PlannerConfig, clock: Clock, model: str | N
     """The real engine for runs that reuse it (`lrtrace compare` / `replay`): a step that does
     not return within `engine_step_timeout_s` fails the tasks inside, and a new engine takes
     the hung one's place for the rest of the run and the runs after it."""
-    return WatchedEngine(make_vllm_engine(config, clock, model), config.engine_step_timeout_s,
-                         lambda: make_vllm_engine(config, clock, model))
+    return WatchedEngine(
+        make_vllm_engine(config, clock, model),
+        config.engine_step_timeout_s,
+        lambda: make_vllm_engine(config, clock, model),
+    )
 
 
 class ReplicaPool:
@@ -115,13 +130,23 @@ class ReplicaPool:
         cpus = settings.cpus_per_replica if real else 0.0
         gpus = settings.gpus_per_replica if real and cluster_gpus() > 0 else 0.0
         if count * cpus > cluster_cpus():
-            raise ValueError(f"{count} replicas of {cpus:g} CPUs each do not fit the Ray cluster's "
-                             f"{cluster_cpus():g} CPUs (ray.cpus_per_replica)")
+            raise ValueError(
+                f"{count} replicas of {cpus:g} CPUs each do not fit the Ray cluster's "
+                f"{cluster_cpus():g} CPUs (ray.cpus_per_replica)"
+            )
         while len(self._engines) < count:
             name = f"engine replica {len(self._engines)}"
             log.info("starting %s as a Ray actor (%g CPUs, %g GPUs)", name, cpus, gpus)
-            self._engines.append(RayEngine(partial(make_engine, self.config, model=self.model), clock, name,
-                                           cpus, gpus, self.config.engine_step_timeout_s))
+            self._engines.append(
+                RayEngine(
+                    partial(make_engine, self.config, model=self.model),
+                    clock,
+                    name,
+                    cpus,
+                    gpus,
+                    self.config.engine_step_timeout_s,
+                )
+            )
         for engine in self._engines[:count]:
             engine.reset(clock)
         return self._engines[:count]

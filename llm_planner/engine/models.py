@@ -99,8 +99,12 @@ def prepare_tuned_model(log=print, adapter: Path | None = None, target: Path | N
     merged.to(torch.bfloat16).save_pretrained(str(tmp))
     AutoTokenizer.from_pretrained(str(base)).save_pretrained(str(tmp))
     training = json.loads((adapter / "training.json").read_text())
-    (tmp / TUNING_MANIFEST).write_text(json.dumps({"base_model": DEFAULT_MODEL, "skill_sets": training["skill_sets"],
-                                                   "adapter_sha256": digest}, indent=1) + "\n")
+    (tmp / TUNING_MANIFEST).write_text(
+        json.dumps(
+            {"base_model": DEFAULT_MODEL, "skill_sets": training["skill_sets"], "adapter_sha256": digest}, indent=1
+        )
+        + "\n"
+    )
     shutil.rmtree(target, ignore_errors=True)
     tmp.replace(target)
     return target
@@ -120,8 +124,9 @@ def prepare_default_model(log=print) -> Path:
     tmp = target.with_name(target.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tokenizer = AutoTokenizer.from_pretrained(str(gguf_file.parent), gguf_file=gguf_file.name)
-    quantised = AutoModelForCausalLM.from_pretrained(str(gguf_file.parent), gguf_file=gguf_file.name,
-                                                     dtype=torch.float32)
+    quantised = AutoModelForCausalLM.from_pretrained(
+        str(gguf_file.parent), gguf_file=gguf_file.name, dtype=torch.float32
+    )
     # transformers will not save a GGUF-loaded model; rebuild it plainly and copy the weights.
     config = quantised.config
     if hasattr(config, "quantization_config"):

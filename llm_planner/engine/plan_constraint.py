@@ -49,8 +49,15 @@ def stop_token_ids(model_dir: str | Path, tokenizer) -> list[int]:
 class _RequestConstraint:
     """One request's matcher; called by vLLM with (prompt ids, output ids so far, logits row)."""
 
-    def __init__(self, matcher: xgr.GrammarMatcher, plan_start: int, vocab_size: int,
-                 guard: RepeatGuard | None = None, token_text=None, stop_ids: list[int] = ()) -> None:
+    def __init__(
+        self,
+        matcher: xgr.GrammarMatcher,
+        plan_start: int,
+        vocab_size: int,
+        guard: RepeatGuard | None = None,
+        token_text=None,
+        stop_ids: list[int] = (),
+    ) -> None:
         self.matcher = matcher
         self.plan_start = plan_start
         self.bitmask = xgr.allocate_token_bitmask(1, vocab_size)
@@ -66,8 +73,8 @@ class _RequestConstraint:
             return logits
         if not self.fed_prompt:
             self.fed_prompt = True
-            self._accept(prompt_ids[self.plan_start:])
-        self._accept(output_ids[self.seen:])
+            self._accept(prompt_ids[self.plan_start :])
+        self._accept(output_ids[self.seen :])
         self.seen = len(output_ids)
         if self.broken or self.matcher.is_terminated():
             return logits
@@ -123,8 +130,14 @@ class PlanGrammarLogitsProcessor(AdapterLogitsProcessor):
             return None
         compiled = self._compile(spec["grammar"])
         guard = RepeatGuard(spec["syntax"]) if spec.get("syntax") else None
-        return _RequestConstraint(xgr.GrammarMatcher(compiled), int(spec.get("plan_start", 0)), self.vocab_size,
-                                  guard, self._token_text, self.stop_ids)
+        return _RequestConstraint(
+            xgr.GrammarMatcher(compiled),
+            int(spec.get("plan_start", 0)),
+            self.vocab_size,
+            guard,
+            self._token_text,
+            self.stop_ids,
+        )
 
     def _compile(self, grammar: str) -> xgr.CompiledGrammar:
         compiled = self._compiled.pop(grammar, None)

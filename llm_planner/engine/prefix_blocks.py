@@ -28,7 +28,7 @@ class PrefixBlocks:
         """One key per full block, chained: a block matches only after the same tokens."""
         key = 0
         for end in range(self.block_size, len(ids) + 1, self.block_size):
-            key = hash((key, tuple(ids[end - self.block_size:end])))
+            key = hash((key, tuple(ids[end - self.block_size : end])))
             yield key
 
     def cached_tokens(self, ids: Sequence[int]) -> int:

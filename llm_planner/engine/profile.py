@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -69,7 +69,7 @@ class EngineProfile(BaseModel):
         return plans * prompt_tokens * self.prefill_s_per_token + waves * plan_tokens * self.step_s(batch, context)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_cached(path: Path) -> EngineProfile:
     return load_model_file(EngineProfile, path, "engine profile")
 
@@ -100,8 +100,10 @@ class ProfileKey:
         return cls(match["model"], match["dtype"], match["cpu_class"])
 
 
-_KEY_PATTERN = re.compile(r"^(?P<model>.+)-(?P<dtype>float32|bfloat16|float16|half|auto)-"
-                          r"(?:cpu-(?P<cpu_class>avx512-bf16|avx512|avx2)|gpu)$")
+_KEY_PATTERN = re.compile(
+    r"^(?P<model>.+)-(?P<dtype>float32|bfloat16|float16|half|auto)-"
+    r"(?:cpu-(?P<cpu_class>avx512-bf16|avx512|avx2)|gpu)$"
+)
 
 # Where a CPU class has no profile of its own, the classes whose profiles come closest, nearest
 # first: float32 runs the same AVX-512 kernels with or without native bf16; AVX2 is the slowest.
@@ -132,9 +134,11 @@ class ProfileChoice:
 
     def describe(self) -> str:
         if self.is_stand_in:
-            return (f"{self.path.stem} as a stand-in: no profile for {self.key.name} was measured on this machine "
-                    f"or committed for its CPU class; predictions may be far off until "
-                    f"`llm-planner profile-engine --save{_dtype_option(self.key)}` measures one (a few minutes)")
+            return (
+                f"{self.path.stem} as a stand-in: no profile for {self.key.name} was measured on this machine "
+                f"or committed for its CPU class; predictions may be far off until "
+                f"`llm-planner profile-engine --save{_dtype_option(self.key)}` measures one (a few minutes)"
+            )
         return f"{self.path} ({self.source})"
 
 
@@ -156,8 +160,10 @@ def committed_profiles_dir() -> Path:
 
 def find_machine_profile(key: ProfileKey) -> ProfileChoice | None:
     """This machine's own measurement first, else the profile committed for its CPU class."""
-    for folder, source in ((measured_profiles_dir(), "measured on this machine"),
-                           (committed_profiles_dir(), "committed for its CPU class")):
+    for folder, source in (
+        (measured_profiles_dir(), "measured on this machine"),
+        (committed_profiles_dir(), "committed for its CPU class"),
+    ):
         candidate = folder / f"{key.name}.yaml"
         if candidate.is_file():
             return ProfileChoice(key, candidate, source)
@@ -176,11 +182,12 @@ def stand_in_profile(key: ProfileKey) -> ProfileChoice:
             other = ProfileKey.parse(path.stem)
             if other is None or other.cpu_class is None:
                 continue
-            ranked.append(((other.model != key.model, classes.index(other.cpu_class), other.dtype != key.dtype),
-                           path))
+            ranked.append(((other.model != key.model, classes.index(other.cpu_class), other.dtype != key.dtype), path))
     if not ranked:
-        raise FileNotFoundError(f"no CPU engine profile at all in {committed_profiles_dir()} or "
-                                f"{measured_profiles_dir()}: the package's data is incomplete")
+        raise FileNotFoundError(
+            f"no CPU engine profile at all in {committed_profiles_dir()} or "
+            f"{measured_profiles_dir()}: the package's data is incomplete"
+        )
     return ProfileChoice(key, min(ranked, key=lambda entry: entry[0])[1], STAND_IN)
 
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import yaml
@@ -46,8 +47,9 @@ class ProfileMeasurements:
 class EngineProfiler:
     """Drives a VllmEngine's LLMEngine directly with synthetic prompts (random token ids)."""
 
-    def __init__(self, engine, log: Callable[[str], None] = print, seed: int = 0,
-                 timer: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self, engine, log: Callable[[str], None] = print, seed: int = 0, timer: Callable[[], float] = time.perf_counter
+    ) -> None:
         self.engine = engine
         self.timer = timer
         self.llm = engine.llm
@@ -101,8 +103,9 @@ class EngineProfiler:
             self.log(f"  prefill {n:5d} tokens: {seconds * 1000:8.1f} ms{_spread(times[n])}")
         return rows
 
-    def measure_decode(self, batches: list[int], contexts: list[int], steps: int,
-                       rounds: int = ROUNDS) -> list[tuple[int, int, float]]:
+    def measure_decode(
+        self, batches: list[int], contexts: list[int], steps: int, rounds: int = ROUNDS
+    ) -> list[tuple[int, int, float]]:
         """Step times of `batch` generations of `context` tokens each, every size once a round
         (`steps` steps each time), alternately forwards and backwards through the sizes, so
         that a drift within a round weighs on all of them alike: (batch, context, median over
@@ -114,8 +117,10 @@ class EngineProfiler:
             for batch in batches:
                 if batch * (context + steps + 4) > capacity:
                     # vLLM would run only as many as fit: the step would be mislabelled
-                    self.log(f"  decode batch {batch:3d}, context {context:5d}: skipped, "
-                             f"{batch * (context + steps + 4)} tokens do not fit the {capacity}-token KV cache")
+                    self.log(
+                        f"  decode batch {batch:3d}, context {context:5d}: skipped, "
+                        f"{batch * (context + steps + 4)} tokens do not fit the {capacity}-token KV cache"
+                    )
                     continue
                 sizes.append((batch, context, [self._tokens(context) for _ in range(batch)]))
         self.llm.reset_prefix_cache()
@@ -125,8 +130,10 @@ class EngineProfiler:
                 medians[(batch, context)].append(self._decode_step_s(prompts, steps))
         rows = [(batch, context, statistics.median(medians[(batch, context)])) for batch, context, _ in sizes]
         for batch, context, seconds in rows:
-            self.log(f"  decode batch {batch:3d}, context {context:5d}: {seconds * 1000:7.2f} ms/step"
-                     f"{_spread(medians[(batch, context)])}")
+            self.log(
+                f"  decode batch {batch:3d}, context {context:5d}: {seconds * 1000:7.2f} ms/step"
+                f"{_spread(medians[(batch, context)])}"
+            )
         return rows
 
     def _decode_step_s(self, prompts: list[list[int]], steps: int) -> float:
@@ -160,8 +167,10 @@ class EngineProfiler:
             hits.append(self._first_token_s(resumed)[0])  # its blocks are still cached
             self.llm.reset_prefix_cache()
             colds.append(self._first_token_s(resumed)[0])
-        self.log(f"  resume of a {context + generated}-token context: {statistics.median(hits) * 1000:.1f} ms "
-                 f"with the prefix cache, {statistics.median(colds) * 1000:.1f} ms cold")
+        self.log(
+            f"  resume of a {context + generated}-token context: {statistics.median(hits) * 1000:.1f} ms "
+            f"with the prefix cache, {statistics.median(colds) * 1000:.1f} ms cold"
+        )
         return hits, colds
 
     def run(self, quick: bool = False) -> ProfileMeasurements:
@@ -185,8 +194,9 @@ def _spread(samples: list[float]) -> str:
     return f" (rounds {min(samples) * 1000:.1f}-{max(samples) * 1000:.1f})"
 
 
-def bare_model_forward(model_dir: str, dtype: str, prompt_tokens: int = 256, steps: int = 8,
-                       seed: int = 0) -> tuple[float, float]:
+def bare_model_forward(
+    model_dir: str, dtype: str, prompt_tokens: int = 256, steps: int = 8, seed: int = 0
+) -> tuple[float, float]:
     """The bare model in transformers (no vLLM), same dtype and threads: seconds per prefill
     token and per batch-1 decode step. What the engine's own overhead is measured against."""
     import torch
@@ -221,8 +231,10 @@ class ProfileCheck:
     def table(self) -> str:
         lines = [f"  {'':28s} {'measured':>10s} {'profile':>10s} {'error':>7s}"]
         for what, measured, predicted in self.rows:
-            lines.append(f"  {what:28s} {measured * 1000:8.1f} ms {predicted * 1000:8.1f} ms "
-                         f"{(measured - predicted) / predicted * 100:+6.0f}%")
+            lines.append(
+                f"  {what:28s} {measured * 1000:8.1f} ms {predicted * 1000:8.1f} ms "
+                f"{(measured - predicted) / predicted * 100:+6.0f}%"
+            )
         return "\n".join(lines)
 
 
@@ -230,7 +242,7 @@ def check_profile(profiler: EngineProfiler, profile: EngineProfile) -> ProfileCh
     """Cold prefill of 256 tokens and decode steps at batch 1 and 8 (context 256), against the
     profile's predictions: about half a minute on a CPU."""
     rows = []
-    (n, prefill_s), = profiler.measure_prefill([256], ROUNDS)
+    ((n, prefill_s),) = profiler.measure_prefill([256], ROUNDS)
     rows.append((f"prefill {n} tokens, cold", prefill_s, profile.step_s(1, n, prefill_tokens=n)))
     for batch, context, step_s in profiler.measure_decode([1, 8], [256], 4):
         rows.append((f"decode step, batch {batch}", step_s, profile.step_s(batch, batch * context)))
@@ -283,8 +295,15 @@ def fit_decode(rows: list[tuple[int, int, float]]) -> DecodeFit:
     return DecodeFit(base, per_seq, per_ctx, float(np.mean(np.abs(a @ np.array([base, per_seq, per_ctx]) - y) / y)))
 
 
-def fit_profile(m: ProfileMeasurements, name: str, model: str, hardware: str,
-                kv_capacity_tokens: int, max_batched_tokens: int, kv_block_size: int) -> EngineProfile:
+def fit_profile(
+    m: ProfileMeasurements,
+    name: str,
+    model: str,
+    hardware: str,
+    kv_capacity_tokens: int,
+    max_batched_tokens: int,
+    kv_block_size: int,
+) -> EngineProfile:
     # The planner prefills short prompts cold (a task's own text: tens to a few hundred tokens;
     # a resume's partial KV block); attention makes long cold prompts superlinear, so the line
     # is fitted on those sizes only.
@@ -310,11 +329,21 @@ def fit_profile(m: ProfileMeasurements, name: str, model: str, hardware: str,
         f"recomputes the last partial KV block (kv_block_size) at the prefill rate, resume_s is what "
         f"remains beyond that and a decode step at that context.\n"
     )
-    return EngineProfile(name=name, model=model, hardware=hardware, assumptions=assumptions,
-                         prefill_s_per_token=round(prefill_slope, 9), decode_base_s=round(base, 6),
-                         decode_s_per_seq=round(per_seq, 7), decode_s_per_context_token=round(per_ctx, 10),
-                         resume_s=round(resume, 6), kv_capacity_tokens=kv_capacity_tokens,
-                         max_batched_tokens=max_batched_tokens, prefix_caching=True, kv_block_size=kv_block_size)
+    return EngineProfile(
+        name=name,
+        model=model,
+        hardware=hardware,
+        assumptions=assumptions,
+        prefill_s_per_token=round(prefill_slope, 9),
+        decode_base_s=round(base, 6),
+        decode_s_per_seq=round(per_seq, 7),
+        decode_s_per_context_token=round(per_ctx, 10),
+        resume_s=round(resume, 6),
+        kv_capacity_tokens=kv_capacity_tokens,
+        max_batched_tokens=max_batched_tokens,
+        prefix_caching=True,
+        kv_block_size=kv_block_size,
+    )
 
 
 def profile_to_yaml(profile: EngineProfile) -> str:

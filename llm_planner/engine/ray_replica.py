@@ -21,8 +21,9 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Callable
+from typing import Any
 
 from llm_planner.domain.clock import Clock, VirtualClock, WallClock
 from llm_planner.engine.base import Continuation, Engine, EngineError, EngineStats, GenerationRequest, StepResult
@@ -73,8 +74,13 @@ class EngineHost:
 
     def describe(self) -> dict[str, Any]:
         e = self.engine
-        return {"name": type(e).__name__, "profile": e.profile, "needs_recorded_plan": e.needs_recorded_plan,
-                "tuned_skill_sets": e.tuned_skill_sets, "pid": os.getpid()}
+        return {
+            "name": type(e).__name__,
+            "profile": e.profile,
+            "needs_recorded_plan": e.needs_recorded_plan,
+            "tuned_skill_sets": e.tuned_skill_sets,
+            "pid": os.getpid(),
+        }
 
     def _apply(self, ops: list[Op]) -> None:
         for op in ops:
@@ -153,13 +159,13 @@ def _host_class():
 
 
 def _unwrap(exc: Exception) -> Exception:
-    """What a call to the actor raised, as the planner handles engine faults: the engine's own
-    error as itself, a dead actor as an EngineError that says so."""
+    """What a call to the actor raised, as the planner handles engine faults: what the engine
+    raised as itself (an EngineError is a fault, anything else a bug), a dead actor as an
+    EngineError that says so."""
     from ray.exceptions import RayActorError, RayTaskError
 
     if isinstance(exc, RayTaskError):
-        cause = exc.cause if isinstance(exc.cause, Exception) else exc
-        return cause if isinstance(cause, EngineError) else EngineError(f"{type(cause).__name__}: {cause}")
+        return exc.cause if isinstance(exc.cause, Exception) else exc
     if isinstance(exc, RayActorError):
         return EngineError(f"the replica's Ray actor died ({type(exc).__name__})")
     return exc
@@ -173,9 +179,16 @@ START_TIMEOUT_S = 600.0
 class RayEngine(Engine):
     """An engine in a Ray actor, driven as if it were in this process."""
 
-    def __init__(self, build: EngineBuilder, clock: Clock, name: str = "replica", cpus: float = 1.0,
-                 gpus: float = 0.0, call_timeout_s: float | None = None,
-                 start_timeout_s: float = START_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        build: EngineBuilder,
+        clock: Clock,
+        name: str = "replica",
+        cpus: float = 1.0,
+        gpus: float = 0.0,
+        call_timeout_s: float | None = None,
+        start_timeout_s: float = START_TIMEOUT_S,
+    ) -> None:
         """`build(clock)`: makes the engine inside the actor (picklable: a module-level function
         or a partial of one). `call_timeout_s`: a call not answered in time fails as a hung engine;
         starting the engine (loading and warming a model) has `start_timeout_s`."""
@@ -301,7 +314,8 @@ class RayEngine(Engine):
     def end_step(self, future: Future, timeout_s: float | None = None) -> StepResult:
         try:
             result, contexts, self._kv_free, self._correction = future.result(
-                timeout_s if timeout_s is not None else self.call_timeout_s)
+                timeout_s if timeout_s is not None else self.call_timeout_s
+            )
         except TimeoutError:
             raise EngineError(f"{self.name} did not answer within {self.call_timeout_s} s") from None
         except Exception as exc:
@@ -340,8 +354,9 @@ class RayEngine(Engine):
 
     def warm_up(self, requests: list[GenerationRequest]) -> None:
         # warming prefills every skill set's prompt (and a new vLLM engine's first batch): part of starting
-        self._kv_free = self._get(self._actor.warm_up.remote(self._take_ops(), requests),
-                                  timeout_s=self.start_timeout_s)
+        self._kv_free = self._get(
+            self._actor.warm_up.remote(self._take_ops(), requests), timeout_s=self.start_timeout_s
+        )
         self._prompt_cache.clear()
 
     def reset(self, clock: Clock) -> None:
@@ -355,7 +370,7 @@ class RayEngine(Engine):
 
         try:
             ray.kill(self._actor, no_restart=True)
-        except Exception as exc:  # already gone
+        except Exception as exc:  # noqa: BLE001 -- already gone
             log.debug("%s: kill: %s", self.name, exc)
         self._start_actor()
 
@@ -364,7 +379,7 @@ class RayEngine(Engine):
 
         try:
             self._get(self._actor.close.remote(), timeout_s=30.0)
-        except Exception as exc:  # a dead or hung replica has nothing left to close
+        except Exception as exc:  # noqa: BLE001 -- a dead or hung replica has nothing left to close
             log.debug("%s: close: %s", self.name, exc)
         ray.kill(self._actor, no_restart=True)
 

@@ -221,8 +221,11 @@ class SimEngine(Engine):
         """Evict the contexts suspended longest ago until the rest fit beside the running ones."""
         if not self._cached:  # nothing to evict (most steps: only suspensions fill it)
             return
-        over = self._pinned_kv_tokens() + sum(self._gens[g].kv_tokens for g in self._cached) \
+        over = (
+            self._pinned_kv_tokens()
+            + sum(self._gens[g].kv_tokens for g in self._cached)
             - self.profile.kv_capacity_tokens
+        )
         while over > 0 and self._cached:
             gen_id = next(iter(self._cached))
             del self._cached[gen_id]

@@ -38,10 +38,12 @@ def engine_limits(llm) -> EngineLimits:
     the KV cache's size and the scheduler's budget."""
     config = llm.vllm_config
     cache = config.cache_config
-    return EngineLimits(block_size=cache.block_size,
-                        kv_capacity_tokens=int((cache.num_gpu_blocks or 0) * cache.block_size),
-                        max_model_len=config.model_config.max_model_len,
-                        max_batched_tokens=config.scheduler_config.max_num_batched_tokens)
+    return EngineLimits(
+        block_size=cache.block_size,
+        kv_capacity_tokens=int((cache.num_gpu_blocks or 0) * cache.block_size),
+        max_model_len=config.model_config.max_model_len,
+        max_batched_tokens=config.scheduler_config.max_num_batched_tokens,
+    )
 
 
 def shut_down(llm) -> None:
@@ -53,5 +55,14 @@ def shut_down(llm) -> None:
         return
     try:
         shutdown()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 -- whatever state it is in, the engine is dropped
         log.debug("the failed engine did not shut down cleanly: %s", exc)
+
+
+def engine_faults() -> tuple[type[Exception], ...]:
+    """What vLLM raises from a step when its engine core has died (a device lost, a worker
+    killed): a fault a new engine mends. Read from `vllm.v1.engine.exceptions`, not exported
+    at the top level; goes when vLLM exports it."""
+    from vllm.v1.engine.exceptions import EngineDeadError
+
+    return (EngineDeadError,)

@@ -36,7 +36,7 @@ from llm_planner.engine.calibration import StepCalibration, StepCorrection
 from llm_planner.engine.models import tuned_skill_sets
 from llm_planner.engine.prefix_blocks import PrefixBlocks
 from llm_planner.engine.profile import ProfileChoice
-from llm_planner.engine.vllm_compat import check_vllm_version, engine_limits, shut_down
+from llm_planner.engine.vllm_compat import check_vllm_version, engine_faults, engine_limits, shut_down
 
 # Defaults for a small CPU machine; every key can be overridden from config (vllm.engine_args),
 # and any other vllm.EngineArgs field (tensor_parallel_size, gpu_memory_utilization, ...) added.
@@ -59,8 +59,10 @@ WARM_UP_TOKENS = 16
 
 def _warm_up_task(i: int) -> str:
     """The task text of the warm-up batch's generation `i`, as long as a typical task's."""
-    return (f"Task {i}: go to the charging pad at point {i}, look around for the red box, pick it up if it is "
-            f"there, bring it back to the start, and report what else is on the way.")
+    return (
+        f"Task {i}: go to the charging pad at point {i}, look around for the red box, pick it up if it is "
+        f"there, bring it back to the start, and report what else is on the way."
+    )
 
 
 def configure_environment() -> None:
@@ -127,9 +129,17 @@ class _VllmSequence:
 class VllmEngine(Engine):
     needs_recorded_plan = False
 
-    def __init__(self, model_dir: str | Path, clock: Clock, profile: ProfileChoice, engine_args: dict[str, Any],
-                 constrained: bool = True, max_plan_tokens: int = 512, sampling: dict[str, Any] | None = None,
-                 calibrate: bool = True) -> None:
+    def __init__(
+        self,
+        model_dir: str | Path,
+        clock: Clock,
+        profile: ProfileChoice,
+        engine_args: dict[str, Any],
+        constrained: bool = True,
+        max_plan_tokens: int = 512,
+        sampling: dict[str, Any] | None = None,
+        calibrate: bool = True,
+    ) -> None:
         configure_environment()
         from vllm import EngineArgs, LLMEngine, SamplingParams, TokensPrompt
         from vllm import __version__ as vllm_version
@@ -258,8 +268,13 @@ class VllmEngine(Engine):
         remaining = budget - len(gen.out_ids)
         if remaining <= 0:
             raise EngineError(f"generation {gen.request.gen_id} has no token budget left")
-        params = self._sampling_params(**self.sampling, max_tokens=remaining, detokenize=False,
-                                       output_kind=self._delta, extra_args=self._grammar_args(gen))
+        params = self._sampling_params(
+            **self.sampling,
+            max_tokens=remaining,
+            detokenize=False,
+            output_kind=self._delta,
+            extra_args=self._grammar_args(gen),
+        )
         gen.runs += 1
         vllm_id = f"{gen.request.gen_id}#{gen.runs}"
         prompt = self._tokens_prompt(prompt_token_ids=self._context_ids(gen))
@@ -283,8 +298,9 @@ class VllmEngine(Engine):
             return None
         from llm_planner.engine.plan_constraint import EXTRA_ARG
 
-        return {EXTRA_ARG: {"grammar": gen.grammar, "plan_start": len(gen.prompt_ids),
-                            "syntax": gen.request.plan_syntax}}
+        return {
+            EXTRA_ARG: {"grammar": gen.grammar, "plan_start": len(gen.prompt_ids), "syntax": gen.request.plan_syntax}
+        }
 
     def _get(self, gen_id: str) -> _VllmSequence:
         try:
@@ -319,7 +335,10 @@ class VllmEngine(Engine):
         # what the iteration computes, to compare its time with the prediction (calibration only)
         computes = self._iteration_inputs() if self.calibration is not None else None
         started = time.perf_counter()
-        request_outputs = self.llm.step()
+        try:
+            request_outputs = self.llm.step()
+        except engine_faults() as exc:  # the planner restarts the engine; a bug goes up as itself
+            raise EngineError(f"vLLM's engine core died: {exc}") from exc
         duration = time.perf_counter() - started
         self.clock.spent(duration)
         outputs: list[TokenOutput] = []
@@ -371,12 +390,12 @@ class VllmEngine(Engine):
     def _new_text(self, gen: _VllmSequence) -> str:
         """The text the new tokens add, decoding only a short window instead of the whole output."""
         ids = gen.out_ids
-        context = self.tokenizer.decode(ids[gen.prefix_offset:gen.read_offset], skip_special_tokens=True)
-        text = self.tokenizer.decode(ids[gen.prefix_offset:], skip_special_tokens=True)
+        context = self.tokenizer.decode(ids[gen.prefix_offset : gen.read_offset], skip_special_tokens=True)
+        text = self.tokenizer.decode(ids[gen.prefix_offset :], skip_special_tokens=True)
         if text.endswith("\ufffd") or len(text) <= len(context):
             return ""  # a character split across tokens (wait for its last byte), or nothing visible
         gen.prefix_offset, gen.read_offset = gen.read_offset, len(ids)
-        return text[len(context):]
+        return text[len(context) :]
 
     # ------------------------------------------------------------------ queries
     @property
@@ -391,8 +410,9 @@ class VllmEngine(Engine):
         return list(self._get(gen_id).out_ids)
 
     def kv_free_tokens(self) -> int:
-        used = sum(len(self._gens[g].prompt_ids) - self._gens[g].prefix_len + len(self._gens[g].out_ids)
-                   for g in self.running)
+        used = sum(
+            len(self._gens[g].prompt_ids) - self._gens[g].prefix_len + len(self._gens[g].out_ids) for g in self.running
+        )
         used += sum(len(ids) for ids in self._prefix_ids.values())
         return self.kv_capacity_tokens - used
 
@@ -449,8 +469,14 @@ class VllmEngine(Engine):
             if request.prefix_key in done:
                 continue
             done.add(request.prefix_key)
-            probe = GenerationRequest(f"warm-up/{request.prefix_key}", request.prefix_key, request.prefix,
-                                      request.prompt, max_tokens=1, chat_prefix=request.chat_prefix)
+            probe = GenerationRequest(
+                f"warm-up/{request.prefix_key}",
+                request.prefix_key,
+                request.prefix,
+                request.prompt,
+                max_tokens=1,
+                chat_prefix=request.chat_prefix,
+            )
             self.add(probe)
             while not self._gens[probe.gen_id].finished:
                 self._warm_step(probe.gen_id)
@@ -461,9 +487,15 @@ class VllmEngine(Engine):
         (cached, so that a long few-shot prefix is not prefilled 16 times), their own text
         prefilled together and decoded together, then dropped. The clock does not move; the
         prefix cache keeps their blocks, which no task's prompt matches past the shared prefix."""
-        batch = [replace(requests[i % len(requests)], gen_id=f"warm-up/batch/{i}", prompt=_warm_up_task(i),
-                         max_tokens=WARM_UP_TOKENS)
-                 for i in range(WARM_UP_BATCH)]
+        batch = [
+            replace(
+                requests[i % len(requests)],
+                gen_id=f"warm-up/batch/{i}",
+                prompt=_warm_up_task(i),
+                max_tokens=WARM_UP_TOKENS,
+            )
+            for i in range(WARM_UP_BATCH)
+        ]
         for request in batch:
             self.add(request)
         while self.llm.has_unfinished_requests():

@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from llm_planner.engine.base import Continuation, Engine, EngineError, GenerationRequest, StepResult
 from llm_planner.engine.calibration import StepCorrection
@@ -55,7 +56,7 @@ class _Worker:
             fn, box, done = item
             try:
                 box["value"] = fn()
-            except BaseException as exc:  # handed to the caller
+            except BaseException as exc:  # noqa: BLE001 -- handed to the caller
                 box["error"] = exc
             finally:
                 done.set()

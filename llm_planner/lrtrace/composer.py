@@ -51,10 +51,19 @@ def expected_busy_s(trace: Trace, exec_mean_s: float) -> float:
     return BUSY_MARGIN * ((trace.plan_time_s or 0.0) + exec_mean_s)
 
 
-def compose(traces: TraceSet, trace_ids: list[int], rate_per_s: float, max_tasks_per_event: int,
-            agents: int, duration_s: float, seed: int, job_interval_s: float = 0.001,
-            exec_mean_s: dict[int, float] | None = None, name: str = "workload",
-            preset: str | None = None) -> Workload:
+def compose(
+    traces: TraceSet,
+    trace_ids: list[int],
+    rate_per_s: float,
+    max_tasks_per_event: int,
+    agents: int,
+    duration_s: float,
+    seed: int,
+    job_interval_s: float = 0.001,
+    exec_mean_s: dict[int, float] | None = None,
+    name: str = "workload",
+    preset: str | None = None,
+) -> Workload:
     """Deterministic for a given seed. exec_mean_s: expected execution time per trace (for
     the busy check); defaults to the trace's recorded times, else 0."""
     by_id = traces.by_id()
@@ -96,9 +105,20 @@ def mean_exec_times(traces: TraceSet, robot_types: dict) -> dict[int, float]:
     return out
 
 
-def compose_preset(preset: WorkloadPreset, seed: int, traces: TraceSet | None = None,
-                   exec_mean_s: dict[int, float] | None = None) -> Workload:
+def compose_preset(
+    preset: WorkloadPreset, seed: int, traces: TraceSet | None = None, exec_mean_s: dict[int, float] | None = None
+) -> Workload:
     traces = traces or preset_traces(preset)
-    return compose(traces, preset.trace_ids, preset.rate_per_s, preset.max_tasks_per_event, preset.agents,
-                   preset.duration_s, seed, preset.job_interval_s, exec_mean_s,
-                   name=f"{preset.name}-seed{seed}", preset=preset.name)
+    return compose(
+        traces,
+        preset.trace_ids,
+        preset.rate_per_s,
+        preset.max_tasks_per_event,
+        preset.agents,
+        preset.duration_s,
+        seed,
+        preset.job_interval_s,
+        exec_mean_s,
+        name=f"{preset.name}-seed{seed}",
+        preset=preset.name,
+    )

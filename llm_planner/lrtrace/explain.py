@@ -62,8 +62,10 @@ def _steps(own: list[Decision]) -> list[Step]:
         elif previous is not None and (previous.kind, previous.reason) == (d.kind, d.reason):
             steps.append(Step(d, 0.0, continues=True))
         else:
-            end = next((e for e in own[i + 1:] if e.kind not in _NOT_AN_END
-                        and (e.kind, e.reason) != (d.kind, d.reason)), None)
+            end = next(
+                (e for e in own[i + 1 :] if e.kind not in _NOT_AN_END and (e.kind, e.reason) != (d.kind, d.reason)),
+                None,
+            )
             steps.append(Step(d, (end.t_s if end is not None else own[-1].t_s) - d.t_s))
         if d.kind not in _NOT_AN_END:
             previous = d
@@ -80,10 +82,18 @@ def late_tasks(decisions: list[Decision], iterations: list[Iteration] = ()) -> l
         if not losses:
             continue
         lost = sum(float(d.figures["most"]) - float(d.figures["earned"]) for d in losses)
-        waits = [s for s in _steps(own) if s.decision.kind in WAITS and s.decision.t_s <= losses[0].t_s
-                 and s.lasted_s > 0]
-        out.append(LateTask(task_id, lost, max(waits, key=lambda s: s.lasted_s, default=None),
-                            _first_segment(own, iterations), _robot_busy_s(own)))
+        waits = [
+            s for s in _steps(own) if s.decision.kind in WAITS and s.decision.t_s <= losses[0].t_s and s.lasted_s > 0
+        ]
+        out.append(
+            LateTask(
+                task_id,
+                lost,
+                max(waits, key=lambda s: s.lasted_s, default=None),
+                _first_segment(own, iterations),
+                _robot_busy_s(own),
+            )
+        )
     return sorted(out, key=lambda t: (-t.lost, t.task_id))
 
 
@@ -117,15 +127,24 @@ def describe(step: Step) -> str:
 
 def describe_late(task: LateTask) -> str:
     """The late task's costliest cause first: the planner's longest wait, or its robot busy."""
-    busy = (f"its robot started the first unit {task.robot_busy_s:.3f} s after it was sent (busy with earlier "
-            "work)") if task.robot_busy_s >= ROBOT_BUSY_S else ""
+    busy = (
+        (f"its robot started the first unit {task.robot_busy_s:.3f} s after it was sent (busy with earlier work)")
+        if task.robot_busy_s >= ROBOT_BUSY_S
+        else ""
+    )
     wait = task.costliest
     if wait is None:
         first = task.first_segment
-        planner = "no scheduling decision kept it waiting" + ("" if first is None else (
-            f" (its first segment took {first.seconds:.3f} s to generate once admitted, at batch "
-            f"{first.batch_at_admission}" + (f" growing to {first.largest_batch}" if first.largest_batch >
-                                             first.batch_at_admission else "") + ")"))
+        planner = "no scheduling decision kept it waiting" + (
+            ""
+            if first is None
+            else (
+                f" (its first segment took {first.seconds:.3f} s to generate once admitted, at batch "
+                f"{first.batch_at_admission}"
+                + (f" growing to {first.largest_batch}" if first.largest_batch > first.batch_at_admission else "")
+                + ")"
+            )
+        )
     else:
         d = wait.decision
         planner = f"costliest: {d.kind.value} ({d.reason.value}) at {d.t_s:.3f} s for {wait.lasted_s:.3f} s"

@@ -90,18 +90,20 @@ def import_traces(raw: Any, name: str) -> TraceSet:
         try:
             tuf = _tuf(item.get("task_tuf"), where)
             plan = str(item["task_plan"])
-            traces.append(Trace(
-                trace_id=int(item["trace_id"]),
-                name=f"trace{item['trace_id']}",
-                robot_type=map_robot_type(item.get("robot_type"), item.get("robot_system"), plan),
-                urgency=_urgency(tuf),
-                tuf=tuf,
-                instruction=str(item["task_input"]),
-                plan=plan,
-                plan_time_s=float(item["plan_time"]) if item.get("plan_time") is not None else None,
-                exec_times_s=_exec_times(item.get("exe_time_detail"), where),
-                source="TimelyLLM artifact trace set",
-            ))
+            traces.append(
+                Trace(
+                    trace_id=int(item["trace_id"]),
+                    name=f"trace{item['trace_id']}",
+                    robot_type=map_robot_type(item.get("robot_type"), item.get("robot_system"), plan),
+                    urgency=_urgency(tuf),
+                    tuf=tuf,
+                    instruction=str(item["task_input"]),
+                    plan=plan,
+                    plan_time_s=float(item["plan_time"]) if item.get("plan_time") is not None else None,
+                    exec_times_s=_exec_times(item.get("exe_time_detail"), where),
+                    source="TimelyLLM artifact trace set",
+                )
+            )
         except KeyError as exc:
             raise FormatError(f"{where}: missing key {exc}") from None
         except ValueError as exc:
@@ -120,14 +122,16 @@ def import_workload(raw: Any, name: str) -> tuple[Workload, TraceSet]:
         where = f"job {item.get('job_id', n)}"
         try:
             tuf = _tuf(item.get("tuf"), where)
-            jobs.append(Job(
-                job_id=int(item.get("job_id", n)),
-                arrival_s=float(item["trigger time"]),
-                agent=int(item["agent_id"]),
-                trace_id=int(item["trace_id"]),
-                tuf=tuf,
-                exec_times_s=_exec_times(item.get("exe_time_detail"), where),
-            ))
+            jobs.append(
+                Job(
+                    job_id=int(item.get("job_id", n)),
+                    arrival_s=float(item["trigger time"]),
+                    agent=int(item["agent_id"]),
+                    trace_id=int(item["trace_id"]),
+                    tuf=tuf,
+                    exec_times_s=_exec_times(item.get("exe_time_detail"), where),
+                )
+            )
         except KeyError as exc:
             raise FormatError(f"{where}: missing key {exc}") from None
         except ValueError as exc:
@@ -135,9 +139,13 @@ def import_workload(raw: Any, name: str) -> tuple[Workload, TraceSet]:
         trace_id = int(item["trace_id"])
         if trace_id not in texts and item.get("task_input"):
             texts[trace_id] = Trace(
-                trace_id=trace_id, name=f"trace{trace_id}",
+                trace_id=trace_id,
+                name=f"trace{trace_id}",
                 robot_type=map_robot_type(item.get("robot_type"), item.get("robot_system")),
-                urgency=_urgency(tuf), tuf=tuf, instruction=str(item["task_input"]), plan="",
+                urgency=_urgency(tuf),
+                tuf=tuf,
+                instruction=str(item["task_input"]),
+                plan="",
                 source="task text from a TimelyLLM artifact workload (no recorded plan)",
             )
     jobs.sort(key=lambda j: (j.arrival_s, j.job_id))

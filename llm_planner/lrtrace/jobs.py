@@ -16,8 +16,15 @@ def job_fields(job: Job, trace: Trace, config: PlannerConfig, task_id: str | Non
     triple = job.tuf or trace.tuf
     tuf = Tuf(*triple) if triple is not None else None
     beta, ert_s, cutoff_s = tuf.as_triple() if tuf is not None else (0.0, 0.0, 0.0)
-    return TaskFields(task_id or job.task_id, job.robot_id, trace.instruction,
-                      urgency_index(config, tuf, trace.urgency), beta, ert_s, cutoff_s)
+    return TaskFields(
+        task_id or job.task_id,
+        job.robot_id,
+        trace.instruction,
+        urgency_index(config, tuf, trace.urgency),
+        beta,
+        ert_s,
+        cutoff_s,
+    )
 
 
 def agent_types(workload: Workload, traces: TraceSet) -> dict[str, str]:
@@ -29,10 +36,14 @@ def agent_types(workload: Workload, traces: TraceSet) -> dict[str, str]:
 def job_request(job: Job, trace: Trace, config: PlannerConfig, with_plan: bool = True) -> TaskRequest:
     """The job as the simulated planner receives it, its agent a robot of the trace's type; a
     job no planner would accept is an error of the workload."""
-    outcome = build_request(job_fields(job, trace, config), config=config,
-                            robot_types={job.robot_id: trace.robot_type},
-                            arrival_s=job.arrival_s, recorded_plan=(trace.plan or None) if with_plan else None,
-                            label=trace.name)
+    outcome = build_request(
+        job_fields(job, trace, config),
+        config=config,
+        robot_types={job.robot_id: trace.robot_type},
+        arrival_s=job.arrival_s,
+        recorded_plan=(trace.plan or None) if with_plan else None,
+        label=trace.name,
+    )
     if isinstance(outcome, Rejection):
         raise ValueError(f"job {job.job_id} (trace {trace.trace_id}): {outcome.reason}")
     return outcome

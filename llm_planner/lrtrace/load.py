@@ -16,8 +16,9 @@ def load_traces(path: str | Path) -> TraceSet:
     if importer.is_artifact_traces(raw):
         return importer.import_traces(raw, name=path.stem)
     if not isinstance(raw, dict) or raw.get("format") != TRACES_FORMAT:
-        raise FormatError(f"{path}: neither an LRTrace trace set (format: {TRACES_FORMAT}) "
-                          f"nor a TimelyLLM artifact trace-set JSON")
+        raise FormatError(
+            f"{path}: neither an LRTrace trace set (format: {TRACES_FORMAT}) nor a TimelyLLM artifact trace-set JSON"
+        )
     try:
         traces = TraceSet.model_validate(raw)
     except ValueError as exc:
@@ -34,8 +35,9 @@ def load_workload(path: str | Path) -> tuple[Workload, TraceSet | None]:
     if importer.is_artifact_workload(raw):
         return importer.import_workload(raw, name=path.stem)
     if not isinstance(raw, dict) or raw.get("format") != WORKLOAD_FORMAT:
-        raise FormatError(f"{path}: neither an LRTrace workload (format: {WORKLOAD_FORMAT}) "
-                          f"nor a TimelyLLM artifact workload JSON")
+        raise FormatError(
+            f"{path}: neither an LRTrace workload (format: {WORKLOAD_FORMAT}) nor a TimelyLLM artifact workload JSON"
+        )
     try:
         return Workload.model_validate(raw), None
     except ValueError as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 from tokenizers import Tokenizer
@@ -15,16 +15,26 @@ from llm_planner.domain.tasks import TaskRecord, TaskState
 from llm_planner.planning.plan_check import repeated_statements
 from llm_planner.planning.segmenter import split_segments
 
-METRIC_KEYS = ("utility_mean", "utility_pct_of_max", "response_p50_s", "response_p95_s", "plan_done_p50_s",
-               "plans_per_min", "completion_p50_s", "waiting_mean_s", "tasks")
+METRIC_KEYS = (
+    "utility_mean",
+    "utility_pct_of_max",
+    "response_p50_s",
+    "response_p95_s",
+    "plan_done_p50_s",
+    "plans_per_min",
+    "completion_p50_s",
+    "waiting_mean_s",
+    "tasks",
+)
 
 
 def _finite(values: Iterable[float]) -> list[float]:
     return [v for v in values if v is not None and math.isfinite(v)]
 
 
-def summarize(records: list[TaskRecord], expected_units: dict[str, int] | None = None,
-              runs: list[list[TaskRecord]] | None = None) -> dict[str, float | int | None]:
+def summarize(
+    records: list[TaskRecord], expected_units: dict[str, int] | None = None, runs: list[list[TaskRecord]] | None = None
+) -> dict[str, float | int | None]:
     """utility_mean: mean task utility (sum of per-segment TUFs); utility_pct_of_max: total
     utility / total maximum (beta per unit); response (arrival -> first action) and waiting
     over tasks that executed; plan_done (arrival -> plan generated; not known from a live
@@ -38,8 +48,11 @@ def summarize(records: list[TaskRecord], expected_units: dict[str, int] | None =
     utility = [r.utility for r in records]
     max_total = 0.0
     for r in records:
-        units = (r.units_executed if r.state == TaskState.SUCCEEDED
-                 else max(r.units_executed, expected_units.get(r.request.task_id, 1)))
+        units = (
+            r.units_executed
+            if r.state == TaskState.SUCCEEDED
+            else max(r.units_executed, expected_units.get(r.request.task_id, 1))
+        )
         max_total += units * r.request.tuf.beta
     response = _finite(r.response_time_s for r in records)
     succeeded = [r for r in records if r.state == TaskState.SUCCEEDED]
@@ -80,8 +93,9 @@ def original_tasks(records: list[TaskRecord]) -> list[TaskRecord]:
     return [r for r in records if r.request.follow_up is None]
 
 
-def by_level(records: list[TaskRecord], expected_units: dict[str, int] | None = None,
-             runs: list[list[TaskRecord]] | None = None) -> dict[str, dict]:
+def by_level(
+    records: list[TaskRecord], expected_units: dict[str, int] | None = None, runs: list[list[TaskRecord]] | None = None
+) -> dict[str, dict]:
     """{level: metrics} for each urgency level present, plus "all". The planner's error
     follow-ups are not counted here (`recovery` reports them): a task its robot failed counts
     with the units it did not execute, so failures show as lost utility. `runs`: the same
@@ -91,8 +105,10 @@ def by_level(records: list[TaskRecord], expected_units: dict[str, int] | None = 
     groups: dict[str, list[TaskRecord]] = defaultdict(list)
     for r in records:
         groups[r.request.urgency_name].append(r)
-    out = {level: summarize(rs, expected_units, [[r for r in run if r.request.urgency_name == level] for run in runs])
-           for level, rs in sorted(groups.items())}
+    out = {
+        level: summarize(rs, expected_units, [[r for r in run if r.request.urgency_name == level] for run in runs])
+        for level, rs in sorted(groups.items())
+    }
     out["all"] = summarize(records, expected_units, runs)
     return out
 
@@ -105,13 +121,21 @@ def paired_differences(runs: list[dict[str, dict]], reference: list[dict[str, di
     how far the mean itself may be from the gap more seeds would show."""
     out = {}
     for level in dict.fromkeys(level for ref in reference for level in ref):
-        gaps = [ref[level]["utility_pct_of_max"] - run[level]["utility_pct_of_max"] for ref, run in zip(reference, runs)
-                if ref.get(level, {}).get("utility_pct_of_max") is not None
-                and run.get(level, {}).get("utility_pct_of_max") is not None]
+        gaps = [
+            ref[level]["utility_pct_of_max"] - run[level]["utility_pct_of_max"]
+            for ref, run in zip(reference, runs)
+            if ref.get(level, {}).get("utility_pct_of_max") is not None
+            and run.get(level, {}).get("utility_pct_of_max") is not None
+        ]
         if gaps:
             sem = float(np.std(gaps, ddof=1) / np.sqrt(len(gaps))) if len(gaps) > 1 else None
-            out[level] = {"mean": round(float(np.mean(gaps)), 2), "sem": None if sem is None else round(sem, 2),
-                          "min": round(min(gaps), 2), "max": round(max(gaps), 2), "seeds": len(gaps)}
+            out[level] = {
+                "mean": round(float(np.mean(gaps)), 2),
+                "sem": None if sem is None else round(sem, 2),
+                "min": round(min(gaps), 2),
+                "max": round(max(gaps), 2),
+                "seeds": len(gaps),
+            }
     return out
 
 
@@ -124,8 +148,12 @@ def by_label(records: list[TaskRecord]) -> dict[str, dict[str, float]]:
     out = {}
     for label, rs in sorted(groups.items()):
         m = summarize(rs)
-        out[label] = {"utility_mean": m["utility_mean"], "utility_pct_of_max": m["utility_pct_of_max"],
-                      "level": rs[0].request.urgency_name, "tasks": len(rs)}
+        out[label] = {
+            "utility_mean": m["utility_mean"],
+            "utility_pct_of_max": m["utility_pct_of_max"],
+            "level": rs[0].request.urgency_name,
+            "tasks": len(rs),
+        }
     return out
 
 
@@ -144,9 +172,14 @@ def recovery(records: list[TaskRecord]) -> dict:
     def q(p: float) -> float | None:
         return round(float(np.percentile(recovery_s, p)), 4) if recovery_s else None
 
-    return {"robot_failures": len(failed), "follow_ups": len(follow_ups),
-            "follow_ups_succeeded": sum(r.state == TaskState.SUCCEEDED for r in follow_ups),
-            "recovery_p50_s": q(50), "recovery_p95_s": q(95), "abandoned": dict(sorted(abandoned.items()))}
+    return {
+        "robot_failures": len(failed),
+        "follow_ups": len(follow_ups),
+        "follow_ups_succeeded": sum(r.state == TaskState.SUCCEEDED for r in follow_ups),
+        "recovery_p50_s": q(50),
+        "recovery_p95_s": q(95),
+        "abandoned": dict(sorted(abandoned.items())),
+    }
 
 
 def terminal_counts(records: list[TaskRecord]) -> dict[str, int]:
@@ -173,10 +206,12 @@ def plan_stats(plans: Iterable[tuple[SkillSet, str]], tokenizer: Tokenizer) -> d
         units.append(sum(1 for s in segments if s.calls))
         statements += len(texts)
         repeats += repeated_statements(texts)
-    return {"plans": len(tokens),
-            "tokens_mean": round(float(np.mean(tokens)), 1) if tokens else None,
-            "units_mean": round(float(np.mean(units)), 2) if units else None,
-            "repeated_statement_fraction": round(repeats / statements, 3) if statements else None}
+    return {
+        "plans": len(tokens),
+        "tokens_mean": round(float(np.mean(tokens)), 1) if tokens else None,
+        "units_mean": round(float(np.mean(units)), 2) if units else None,
+        "repeated_statement_fraction": round(repeats / statements, 3) if statements else None,
+    }
 
 
 def robot_busy_at_arrival(records: list[TaskRecord]) -> dict[str, float]:
@@ -194,8 +229,9 @@ def robot_busy_at_arrival(records: list[TaskRecord]) -> dict[str, float]:
     return busy
 
 
-def task_differences(live: list[TaskRecord], simulated: list[TaskRecord],
-                     live_first_sent_s: dict[str, float] | None = None) -> list[dict]:
+def task_differences(
+    live: list[TaskRecord], simulated: list[TaskRecord], live_first_sent_s: dict[str, float] | None = None
+) -> list[dict]:
     """The same tasks in a live and a simulated run, largest live - simulated response first,
     each with when its first segment was sent (after arrival: queueing and generation; the
     rest of the response is transport and the robot's start) and how long its robot was still
@@ -210,11 +246,20 @@ def task_differences(live: list[TaskRecord], simulated: list[TaskRecord],
             continue
         task_id = r.request.task_id
         sent_live = (live_first_sent_s or {}).get(task_id, first_sent_s(r))
-        rows.append({"task": task_id, "robot": r.request.robot_id, "level": r.request.urgency_name,
-                     "response_live_s": r.response_time_s, "response_sim_s": s.response_time_s,
-                     "difference_s": r.response_time_s - s.response_time_s,
-                     "first_sent_live_s": sent_live, "first_sent_sim_s": first_sent_s(s),
-                     "robot_busy_live_s": busy_live[task_id], "robot_busy_sim_s": busy_sim[task_id]})
+        rows.append(
+            {
+                "task": task_id,
+                "robot": r.request.robot_id,
+                "level": r.request.urgency_name,
+                "response_live_s": r.response_time_s,
+                "response_sim_s": s.response_time_s,
+                "difference_s": r.response_time_s - s.response_time_s,
+                "first_sent_live_s": sent_live,
+                "first_sent_sim_s": first_sent_s(s),
+                "robot_busy_live_s": busy_live[task_id],
+                "robot_busy_sim_s": busy_sim[task_id],
+            }
+        )
     return sorted(rows, key=lambda row: -row["difference_s"])
 
 

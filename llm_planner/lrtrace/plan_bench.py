@@ -7,8 +7,8 @@ and name, whether the plan does the task (`task_check`)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from llm_planner.catalog.skills import SkillSet
 from llm_planner.engine.base import Engine
@@ -19,8 +19,15 @@ from llm_planner.planning.segmenter import make_segmenter
 from llm_planner.planning.task_check import TaskCheck, check_task, parse_needs, unknown_skills
 from llm_planner.predictor.rank import spearman
 
-SUMMARY_KEYS = ("tasks", "valid_rate", "truncated_rate", "calls_mean", "repeated_statement_fraction", "tokens_mean",
-                "task_rate")
+SUMMARY_KEYS = (
+    "tasks",
+    "valid_rate",
+    "truncated_rate",
+    "calls_mean",
+    "repeated_statement_fraction",
+    "tokens_mean",
+    "task_rate",
+)
 
 
 @dataclass
@@ -34,33 +41,55 @@ class PlanRun:
     task_check: TaskCheck | None = None  # None: the task file does not say what the task needs
 
     def as_json(self) -> dict:
-        return {"id": self.task.task_id, "robot_type": self.task.robot_type, "skill_set": self.skill_set,
-                "split": self.task.split, "kind": self.task.kind, "steps": self.task.steps,
-                "task_input": self.task.task_input, "text": self.text, "tokens": self.tokens,
-                "skill_calls": self.check.calls, "segments": len(self.check.segments),
-                "segment_tokens": self.segment_tokens,
-                "repeated_statements": self.check.repeated_statements, "truncated": self.check.truncated,
-                "valid": self.check.valid, "problems": self.check.problems,
-                "required_skills": list(self.task.needs.skills), "required_objects": list(self.task.needs.objects),
-                "first_skills": list(self.task.needs.first),
-                "does_task": None if self.task_check is None else self.task_check.does_task,
-                "missing": None if self.task_check is None else self.task_check.missing}
+        return {
+            "id": self.task.task_id,
+            "robot_type": self.task.robot_type,
+            "skill_set": self.skill_set,
+            "split": self.task.split,
+            "kind": self.task.kind,
+            "steps": self.task.steps,
+            "task_input": self.task.task_input,
+            "text": self.text,
+            "tokens": self.tokens,
+            "skill_calls": self.check.calls,
+            "segments": len(self.check.segments),
+            "segment_tokens": self.segment_tokens,
+            "repeated_statements": self.check.repeated_statements,
+            "truncated": self.check.truncated,
+            "valid": self.check.valid,
+            "problems": self.check.problems,
+            "required_skills": list(self.task.needs.skills),
+            "required_objects": list(self.task.needs.objects),
+            "first_skills": list(self.task.needs.first),
+            "does_task": None if self.task_check is None else self.task_check.does_task,
+            "missing": None if self.task_check is None else self.task_check.missing,
+        }
 
 
-def generate_plans(engine: Engine, tasks: list[PlanTask], skill_sets: dict[str, SkillSet], max_tokens: int,
-                   on_plan: Callable[[PlanRun], None] | None = None, task_grammar: bool = True) -> list[PlanRun]:
+def generate_plans(
+    engine: Engine,
+    tasks: list[PlanTask],
+    skill_sets: dict[str, SkillSet],
+    max_tokens: int,
+    on_plan: Callable[[PlanRun], None] | None = None,
+    task_grammar: bool = True,
+) -> list[PlanRun]:
     """Generate every task's plan, all sharing the engine's batch, to its end.
     `skill_sets`: robot type -> skill set."""
     if engine.needs_recorded_plan:
         missing = [t.task_id for t in tasks if not t.recorded_plan]
         if missing:
-            raise ValueError(f"the sim engine replays recorded plans; {len(missing)} tasks have none "
-                             f"(first: {missing[0]}); use --engine vllm")
+            raise ValueError(
+                f"the sim engine replays recorded plans; {len(missing)} tasks have none "
+                f"(first: {missing[0]}); use --engine vllm"
+            )
     for task in tasks:
         unknown = unknown_skills(skill_sets[task.robot_type], task.needs)
         if unknown:
-            raise ValueError(f"task {task.task_id}: required skills {unknown} are not in skill set "
-                             f"{skill_sets[task.robot_type].name}")
+            raise ValueError(
+                f"task {task.task_id}: required skills {unknown} are not in skill set "
+                f"{skill_sets[task.robot_type].name}"
+            )
     tuned = engine.tuned_skill_sets
     engine.warm_up([shared_request(s, s.name in tuned) for s in {s.name: s for s in skill_sets.values()}.values()])
     by_id = {f"plan-{n}": task for n, task in enumerate(tasks)}
@@ -71,8 +100,17 @@ def generate_plans(engine: Engine, tasks: list[PlanTask], skill_sets: dict[str, 
     cuts: dict[str, list[int]] = {gen_id: [] for gen_id in by_id}
     for gen_id, task in by_id.items():
         skill_set = skill_sets[task.robot_type]
-        engine.add(plan_request(gen_id, skill_set, task.task_input, task.recorded_plan, max_tokens,
-                                skill_set.name in tuned, task_grammar))
+        engine.add(
+            plan_request(
+                gen_id,
+                skill_set,
+                task.task_input,
+                task.recorded_plan,
+                max_tokens,
+                skill_set.name in tuned,
+                task_grammar,
+            )
+        )
     runs: dict[str, PlanRun] = {}
     while engine.running:
         for out in engine.step().outputs:
@@ -88,8 +126,15 @@ def generate_plans(engine: Engine, tasks: list[PlanTask], skill_sets: dict[str, 
                     cuts[gen_id].append(tokens[gen_id])
                 check = check_generated_plan(skill_set, task.task_input, texts[gen_id], out.truncated)
                 per_segment = [b - a for a, b in zip([0] + cuts[gen_id], cuts[gen_id])]
-                runs[gen_id] = PlanRun(task, skill_set.name, texts[gen_id], tokens[gen_id], check, per_segment,
-                                       _task_check(skill_set, texts[gen_id], task))
+                runs[gen_id] = PlanRun(
+                    task,
+                    skill_set.name,
+                    texts[gen_id],
+                    tokens[gen_id],
+                    check,
+                    per_segment,
+                    _task_check(skill_set, texts[gen_id], task),
+                )
                 engine.release(gen_id)
                 if on_plan:
                     on_plan(runs[gen_id])
@@ -101,14 +146,31 @@ def recheck(plans: list[dict], skill_sets: dict[str, SkillSet]) -> list[PlanRun]
     changed, without generating them again."""
     runs = []
     for item in plans:
-        needs = parse_needs(item.get("required_skills"), item.get("required_objects"), item["id"],
-                            item.get("first_skills"))
-        task = PlanTask(item["id"], item["robot_type"], item["task_input"], split=item.get("split", ""),
-                        kind=item.get("kind", ""), steps=item.get("steps"), needs=needs)
+        needs = parse_needs(
+            item.get("required_skills"), item.get("required_objects"), item["id"], item.get("first_skills")
+        )
+        task = PlanTask(
+            item["id"],
+            item["robot_type"],
+            item["task_input"],
+            split=item.get("split", ""),
+            kind=item.get("kind", ""),
+            steps=item.get("steps"),
+            needs=needs,
+        )
         skill_set = skill_sets[task.robot_type]
         check = check_generated_plan(skill_set, task.task_input, item["text"], bool(item["truncated"]))
-        runs.append(PlanRun(task, skill_set.name, item["text"], int(item["tokens"]), check,
-                            list(item.get("segment_tokens", [])), _task_check(skill_set, item["text"], task)))
+        runs.append(
+            PlanRun(
+                task,
+                skill_set.name,
+                item["text"],
+                int(item["tokens"]),
+                check,
+                list(item.get("segment_tokens", [])),
+                _task_check(skill_set, item["text"], task),
+            )
+        )
     return runs
 
 
@@ -130,8 +192,9 @@ def summarize(runs: list[PlanRun]) -> dict:
         "valid_rate": sum(r.check.valid for r in runs) / n,
         "truncated_rate": sum(r.check.truncated for r in runs) / n,
         "calls_mean": sum(len(r.check.calls) for r in runs) / n,
-        "repeated_statement_fraction": (sum(r.check.repeated_statements for r in runs) / statements
-                                        if statements else 0.0),
+        "repeated_statement_fraction": (
+            sum(r.check.repeated_statements for r in runs) / statements if statements else 0.0
+        ),
         "tokens_mean": sum(r.tokens for r in runs) / n,
         "spearman_tokens_steps": spearman([r.tokens for r in counted], [r.task.steps for r in counted]),
         # plans that call every required skill and name every required object, of the tasks that list them
@@ -153,7 +216,9 @@ def report(runs: list[PlanRun]) -> dict:
         if run.task.split:
             by_split.setdefault(run.task.split, []).append(run)
         by_robot.setdefault(run.task.robot_type, []).append(run)
-    return {**summarize(runs),
-            "split": {name: summarize(group) for name, group in sorted(by_split.items())},
-            "robot_type": {name: summarize(group) for name, group in sorted(by_robot.items())},
-            "plans": [r.as_json() for r in runs]}
+    return {
+        **summarize(runs),
+        "split": {name: summarize(group) for name, group in sorted(by_split.items())},
+        "robot_type": {name: summarize(group) for name, group in sorted(by_robot.items())},
+        "plans": [r.as_json() for r in runs],
+    }

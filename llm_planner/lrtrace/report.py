@@ -93,17 +93,47 @@ def differences_table(rows: list[dict], title: str, n: int = 8) -> Table:
     before = [r["first_sent_live_s"] - r["first_sent_sim_s"] for r in rows]
     after = [r["difference_s"] - b for r, b in zip(rows, before)]
     busier = sum(r["robot_busy_live_s"] > r["robot_busy_sim_s"] + 0.1 for r in rows)
-    caption = (f"{len(rows)} tasks: live - sim median {_fmt(_median([r['difference_s'] for r in rows]))} s, of it "
-               f"before the first segment was sent {_fmt(_median(before))} s, after it {_fmt(_median(after))} s; "
-               f"{busier} found their robot busy longer than simulated") if rows else "no task in both runs"
+    caption = (
+        (
+            f"{len(rows)} tasks: live - sim median {_fmt(_median([r['difference_s'] for r in rows]))} s, of it "
+            f"before the first segment was sent {_fmt(_median(before))} s, after it {_fmt(_median(after))} s; "
+            f"{busier} found their robot busy longer than simulated"
+        )
+        if rows
+        else "no task in both runs"
+    )
     table = Table(title=title, caption=caption)
-    for col in ("task", "robot", "level", "response live s", "sim s", "live - sim s", "1st segment sent live s",
-                "sim s", "robot busy at arrival live s", "sim s"):
+    for col in (
+        "task",
+        "robot",
+        "level",
+        "response live s",
+        "sim s",
+        "live - sim s",
+        "1st segment sent live s",
+        "sim s",
+        "robot busy at arrival live s",
+        "sim s",
+    ):
         table.add_column(col, justify="left" if col in ("task", "robot", "level") else "right")
     for r in rows[:n]:
-        table.add_row(r["task"], r["robot"], r["level"], *(_fmt(r[k]) for k in (
-            "response_live_s", "response_sim_s", "difference_s", "first_sent_live_s", "first_sent_sim_s",
-            "robot_busy_live_s", "robot_busy_sim_s")))
+        table.add_row(
+            r["task"],
+            r["robot"],
+            r["level"],
+            *(
+                _fmt(r[k])
+                for k in (
+                    "response_live_s",
+                    "response_sim_s",
+                    "difference_s",
+                    "first_sent_live_s",
+                    "first_sent_sim_s",
+                    "robot_busy_live_s",
+                    "robot_busy_sim_s",
+                )
+            ),
+        )
     return table
 
 
@@ -115,9 +145,11 @@ def recovery_lines(results: dict[str, dict]) -> list[str]:
         if r is None:
             continue
         abandoned = ", ".join(f"{n} {why}" for why, n in r["abandoned"].items()) or "none"
-        lines.append(f"{label:15s} robot failures {r['robot_failures']}: {r['follow_ups']} follow-ups, "
-                     f"{r['follow_ups_succeeded']} succeeded; failure -> follow-up's first action p50 "
-                     f"{_fmt(r['recovery_p50_s'])} s, p95 {_fmt(r['recovery_p95_s'])} s; abandoned: {abandoned}")
+        lines.append(
+            f"{label:15s} robot failures {r['robot_failures']}: {r['follow_ups']} follow-ups, "
+            f"{r['follow_ups_succeeded']} succeeded; failure -> follow-up's first action p50 "
+            f"{_fmt(r['recovery_p50_s'])} s, p95 {_fmt(r['recovery_p95_s'])} s; abandoned: {abandoned}"
+        )
     return lines
 
 
@@ -131,17 +163,21 @@ def paired_lines(results: dict[str, dict], over: str = "seeds") -> list[str]:
         return []
     first = next(iter(paired.values()))
     seeds = max(g["seeds"] for g in first.values() if _is_gap(g))
-    lines = [f"{first['reference']} minus each run, utility % of max, mean of {seeds} {over} "
-             "± its standard error (smallest..largest):"]
+    lines = [
+        f"{first['reference']} minus each run, utility % of max, mean of {seeds} {over} "
+        "± its standard error (smallest..largest):"
+    ]
     for label, gaps in paired.items():
         lines.append(f"  {label:22s} " + _gaps(gaps))
         same = gaps.get("same_plans")
         if same is not None:
             lines.append(f"    same plans only ({same['tasks']} of {same['of']} tasks) " + _gaps(same))
     if any("same_plans" in gaps for gaps in paired.values()):
-        lines.append("  Some tasks executed other plans in other runs, so these gaps mix plans with schedules; "
-                     "in bfloat16 a plan can change with its batch (--dtype float32 kept plans equal where measured, "
-                     "docs/engine.md)")
+        lines.append(
+            "  Some tasks executed other plans in other runs, so these gaps mix plans with schedules; "
+            "in bfloat16 a plan can change with its batch (--dtype float32 kept plans equal where measured, "
+            "docs/engine.md)"
+        )
     return lines
 
 
@@ -181,8 +217,10 @@ def plot_utility_by_task(per_label: dict[str, dict[str, dict]], path: Path) -> P
     import matplotlib.pyplot as plt
 
     policies = list(per_label)
-    labels = sorted({lbl for d in per_label.values() for lbl in d},
-                    key=lambda lbl: (next(d[lbl]["level"] for d in per_label.values() if lbl in d), lbl))
+    labels = sorted(
+        {lbl for d in per_label.values() for lbl in d},
+        key=lambda lbl: (next(d[lbl]["level"] for d in per_label.values() if lbl in d), lbl),
+    )
     width = 0.8 / max(1, len(policies))
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(labels) + 2), 4))
     for i, policy in enumerate(policies):
@@ -208,15 +246,17 @@ def pick_timeline_tasks(records: list[TaskRecord], n_normal: int = 3) -> list[st
 
     def in_flight(r: TaskRecord) -> int:
         t = r.request.arrival_s
-        return sum(1 for o in ordered
-                   if o.request.arrival_s <= t < (o.finished_s if math.isfinite(o.finished_s) else t))
+        return sum(
+            1 for o in ordered if o.request.arrival_s <= t < (o.finished_s if math.isfinite(o.finished_s) else t)
+        )
 
     urgent = [r for r in ordered if r.request.urgency_name != "normal"]
     if not urgent:
         return [r.request.task_id for r in ordered[: n_normal + 1]]
     pick = max(urgent, key=in_flight)
-    before = [r for r in ordered
-              if r.request.urgency_name == "normal" and r.request.arrival_s <= pick.request.arrival_s]
+    before = [
+        r for r in ordered if r.request.urgency_name == "normal" and r.request.arrival_s <= pick.request.arrival_s
+    ]
     return [r.request.task_id for r in before[-n_normal:]] + [pick.request.task_id]
 
 
@@ -229,7 +269,7 @@ def plot_timeline(runs: dict[str, list[TaskRecord]], task_ids: list[str], path: 
 
     fig, axes = plt.subplots(len(runs), 1, figsize=(10, 1.0 + 0.45 * len(task_ids) * len(runs)), squeeze=False)
     t0 = None
-    for policy, records in runs.items():
+    for records in runs.values():
         by_id = {r.request.task_id: r for r in records}
         starts = [by_id[t].request.arrival_s for t in task_ids if t in by_id]
         if starts:
@@ -242,8 +282,11 @@ def plot_timeline(runs: dict[str, list[TaskRecord]], task_ids: list[str], path: 
             if r is None:
                 continue
             gen = [(a - t0, max(b - a, 0.004)) for a, b in r.gen_intervals]
-            exe = [(s.started_s - t0, s.finished_s - s.started_s) for s in r.segments
-                   if math.isfinite(s.started_s) and math.isfinite(s.finished_s) and s.finished_s > s.started_s]
+            exe = [
+                (s.started_s - t0, s.finished_s - s.started_s)
+                for s in r.segments
+                if math.isfinite(s.started_s) and math.isfinite(s.finished_s) and s.finished_s > s.started_s
+            ]
             ax.broken_barh(exe, (row - 0.3, 0.25), facecolors="tab:orange", edgecolors="white", linewidth=0.8)
             ax.broken_barh(gen, (row + 0.05, 0.25), facecolors="tab:blue", edgecolors="white", linewidth=0.5)
             ax.plot([r.request.arrival_s - t0], [row], marker="|", color="black", markersize=12)

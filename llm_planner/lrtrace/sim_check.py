@@ -21,14 +21,17 @@ TIMINGS = {
 AGREEMENT_KEYS = ("utility_pct_of_max", "response_p50_s", "response_p95_s", "waiting_mean_s", "tasks")
 
 
-def check_sim(comparison: Comparison, runs_of: list[Variant], source: WorkloadSource, profile: Path,
-              out) -> dict[str, dict]:
+def check_sim(
+    comparison: Comparison, runs_of: list[Variant], source: WorkloadSource, profile: Path, out
+) -> dict[str, dict]:
     """Re-run each real-engine run in the `sim` engine with the real engine's profile and the
     plans it generated; print how far the simulated task timings are off and both utilities
     side by side (does the simulation pick the same winner?). Returns the simulated metrics
     by run label."""
-    setups = {v.label: (v.policy, v.config.model_copy(update={"engine": "sim", "engine_profile": str(profile)}))
-              for v in runs_of}
+    setups = {
+        v.label: (v.policy, v.config.model_copy(update={"engine": "sim", "engine_profile": str(profile)}))
+        for v in runs_of
+    }
     simulated_levels: dict[str, dict] = {}
     table = Table(title=f"sim ({profile.stem}) vs real vLLM engine, same plans, per task")
     for col in ("policy", "timing", "real mean s", "sim mean s", "mean |error| s", "mean |error| %"):
@@ -39,8 +42,7 @@ def check_sim(comparison: Comparison, runs_of: list[Variant], source: WorkloadSo
         policy, sim_config = setups[label]
         for real in sims:
             plans = {r.request.task_id: r.plan for r in real.records}
-            simulated = simulate(source.workload(real.seed), source.traces, policy, sim_config, real.seed,
-                                 plans=plans)
+            simulated = simulate(source.workload(real.seed), source.traces, policy, sim_config, real.seed, plans=plans)
             sim_runs.append(simulated.records)
             by_task = {r.request.task_id: r for r in simulated.records}
             for r in real.records:
@@ -54,8 +56,14 @@ def check_sim(comparison: Comparison, runs_of: list[Variant], source: WorkloadSo
             real_mean = sum(a for a, _ in pairs) / len(pairs)
             sim_mean = sum(b for _, b in pairs) / len(pairs)
             abs_err = sum(abs(a - b) for a, b in pairs) / len(pairs)
-            table.add_row(label, key, f"{real_mean:.3f}", f"{sim_mean:.3f}", f"{abs_err:.3f}",
-                          f"{100 * abs_err / real_mean:.1f}" if real_mean > 0 else "-")
+            table.add_row(
+                label,
+                key,
+                f"{real_mean:.3f}",
+                f"{sim_mean:.3f}",
+                f"{abs_err:.3f}",
+                f"{100 * abs_err / real_mean:.1f}" if real_mean > 0 else "-",
+            )
         sim_records = [r for run in sim_runs for r in run]
         simulated_levels[label] = by_level(sim_records, planned_units(sim_records, sim_config), sim_runs)
     out.print(table)
@@ -72,13 +80,21 @@ def print_agreement(real_levels: dict[str, dict], simulated_levels: dict[str, di
         agreement.add_column(f"{level} real", justify="right")
         agreement.add_column(f"{level} sim", justify="right")
     for label in real_levels:
-        agreement.add_row(label, *(report._fmt((per.get(level) or {}).get("utility_pct_of_max"))
-                                   for level in levels for per in (real_levels[label], simulated_levels[label])))
+        agreement.add_row(
+            label,
+            *(
+                report._fmt((per.get(level) or {}).get("utility_pct_of_max"))
+                for level in levels
+                for per in (real_levels[label], simulated_levels[label])
+            ),
+        )
     out.print(agreement)
     for level in levels:
         best_real, best_sim = best(real_levels, level), best(simulated_levels, level)
-        out.print(f"{level}: best on the real engine {', '.join(best_real)}; in simulation {', '.join(best_sim)}"
-                  + (" - they agree" if set(best_real) & set(best_sim) else " - they DISAGREE"))
+        out.print(
+            f"{level}: best on the real engine {', '.join(best_real)}; in simulation {', '.join(best_sim)}"
+            + (" - they agree" if set(best_real) & set(best_sim) else " - they DISAGREE")
+        )
 
 
 def best(results: dict[str, dict], level: str) -> list[str]:

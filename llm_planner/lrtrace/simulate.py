@@ -15,8 +15,8 @@ import heapq
 import itertools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from tokenizers import Tokenizer
 
@@ -79,13 +79,22 @@ def check_workload(workload: Workload, traces: TraceSet, config: PlannerConfig) 
     return by_id
 
 
-def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerConfig, seed: int,
-             tokenizer: Tokenizer | None = None, progress: Callable[[float], None] | None = None,
-             on_status: Callable[[StatusUpdate], None] | None = None,
-             engine: Engine | None = None, plans: dict[str, str] | None = None,
-             fail_rates: dict[str, float] | None = None,
-             replica_pool: ReplicaPool | None = None, trace_decisions: bool = False,
-             live_view: LiveView | None = None) -> SimulationResult:
+def simulate(
+    workload: Workload,
+    traces: TraceSet,
+    policy: str,
+    config: PlannerConfig,
+    seed: int,
+    tokenizer: Tokenizer | None = None,
+    progress: Callable[[float], None] | None = None,
+    on_status: Callable[[StatusUpdate], None] | None = None,
+    engine: Engine | None = None,
+    plans: dict[str, str] | None = None,
+    fail_rates: dict[str, float] | None = None,
+    replica_pool: ReplicaPool | None = None,
+    trace_decisions: bool = False,
+    live_view: LiveView | None = None,
+) -> SimulationResult:
     """Run the whole workload to the end; every task ends in a terminal state. `engine`: a real
     engine to reuse across runs (reset here); default: a new `sim` engine. `plans`: task id ->
     plan for the sim engine to replay instead of the trace's (e.g. what a real engine
@@ -123,9 +132,15 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
             on_status(update)
 
     trace = live_view.new_trace() if live_view is not None else DecisionTrace() if trace_decisions else None
-    planner = Planner(config, get_policy(policy), engine, clock,
-                      lambda listener: SimRobots(events.push, clock.now, times, listener), count_status,
-                      decisions=trace)
+    planner = Planner(
+        config,
+        get_policy(policy),
+        engine,
+        clock,
+        lambda listener: SimRobots(events.push, clock.now, times, listener),
+        count_status,
+        decisions=trace,
+    )
     if live_view is not None:
         live_view.watch(planner)
     for job in workload.jobs:
@@ -157,10 +172,19 @@ def simulate(workload: Workload, traces: TraceSet, policy: str, config: PlannerC
         live_view.tick(clock.now(), force=True)
     if planner.active_tasks:
         raise RuntimeError(f"simulation ended with {planner.active_tasks} unfinished tasks")
-    return SimulationResult(policy, seed, workload.name, list(planner.records.values()), planner.replicas.stats,
-                            clock.now(), time.perf_counter() - wall0, statuses, planner.deferred_admissions,
-                            trace,
-                            planner.admission_s / max(1, planner.admissions) * 1e6)
+    return SimulationResult(
+        policy,
+        seed,
+        workload.name,
+        list(planner.records.values()),
+        planner.replicas.stats,
+        clock.now(),
+        time.perf_counter() - wall0,
+        statuses,
+        planner.deferred_admissions,
+        trace,
+        planner.admission_s / max(1, planner.admissions) * 1e6,
+    )
 
 
 def planned_units(records: list[TaskRecord], config: PlannerConfig) -> dict[str, int]:

@@ -34,10 +34,7 @@ def load_plan_tasks(path: str | Path) -> list[PlanTask]:
     path = Path(path)
     if not path.is_file():
         raise FormatError(f"{path}: no such file")
-    if path.suffix == ".jsonl":
-        tasks = _jsonl_tasks(path)
-    else:
-        tasks = _trace_file_tasks(path)
+    tasks = _jsonl_tasks(path) if path.suffix == ".jsonl" else _trace_file_tasks(path)
     distinct: dict[tuple[str, str], PlanTask] = {}
     for task in tasks:
         distinct.setdefault((task.robot_type, task.task_input.strip()), task)
@@ -54,8 +51,10 @@ def _trace_file_tasks(path: Path) -> list[PlanTask]:
         raise FormatError(f"{path}: an LRTrace workload names its tasks by trace id only; pass its trace set")
     else:
         traces = load_traces(path)
-    return [PlanTask(f"{traces.name}/{t.trace_id}", t.robot_type, t.instruction, t.plan or None, kind=t.name)
-            for t in traces.traces]
+    return [
+        PlanTask(f"{traces.name}/{t.trace_id}", t.robot_type, t.instruction, t.plan or None, kind=t.name)
+        for t in traces.traces
+    ]
 
 
 def _jsonl_tasks(path: Path) -> list[PlanTask]:
@@ -75,13 +74,21 @@ def _jsonl_tasks(path: Path) -> list[PlanTask]:
             raise FormatError(f"{where}: 'steps' must be a whole number >= 0")
         plan = item.get("task_plan")
         try:
-            needs = parse_needs(item.get("required_skills"), item.get("required_objects"), where,
-                                item.get("first_skills"))
+            needs = parse_needs(
+                item.get("required_skills"), item.get("required_objects"), where, item.get("first_skills")
+            )
         except ValueError as exc:
             raise FormatError(str(exc)) from None
-        tasks.append(PlanTask(
-            task_id=str(item.get("id", f"{path.stem}/{number}")),
-            robot_type=importer.map_robot_type(item.get("robot_type"), item.get("robot_system"), plan or ""),
-            task_input=item["task_input"], recorded_plan=plan or None, split=str(item.get("split", "")),
-            kind=str(item.get("kind", "")), steps=steps, needs=needs))
+        tasks.append(
+            PlanTask(
+                task_id=str(item.get("id", f"{path.stem}/{number}")),
+                robot_type=importer.map_robot_type(item.get("robot_type"), item.get("robot_system"), plan or ""),
+                task_input=item["task_input"],
+                recorded_plan=plan or None,
+                split=str(item.get("split", "")),
+                kind=str(item.get("kind", "")),
+                steps=steps,
+                needs=needs,
+            )
+        )
     return tasks

@@ -6,10 +6,11 @@ block on generation and the planner needs no locks."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from llm_planner.planning.planner import Planner
 
@@ -17,9 +18,21 @@ log = logging.getLogger(__name__)
 
 
 class LiveDriver:
-    def __init__(self, planner: Planner, idle_wait_s: float = 0.05) -> None:
+    """The planner's thread. The planner handles engine faults itself (an `EngineError`
+    restarts the engine); any other exception is a bug: the thread stops, logs it with its
+    traceback, keeps it as `failure` and hands it to `on_failure`, rather than plan on from
+    a state nobody knows."""
+
+    def __init__(
+        self,
+        planner: Planner,
+        idle_wait_s: float = 0.05,
+        on_failure: Callable[[BaseException], None] | None = None,
+    ) -> None:
         self.planner = planner
         self.idle_wait_s = idle_wait_s
+        self.on_failure = on_failure
+        self.failure: BaseException | None = None
         self._inbox: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -35,11 +48,13 @@ class LiveDriver:
         def wrapper() -> None:
             try:
                 box["value"] = fn()
-            except BaseException as exc:  # handed back to the caller
+            except BaseException as exc:  # noqa: BLE001 -- handed back to the caller
                 box["error"] = exc
             finally:
                 done.set()
 
+        if self.failure is not None:
+            raise RuntimeError(f"the planner stopped after an error: {self.failure!r}")
         self.post(wrapper)
         if not done.wait(timeout):
             raise TimeoutError("planner thread did not answer")
@@ -57,27 +72,23 @@ class LiveDriver:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _run_one(self, fn: Callable[[], None]) -> None:
-        try:
-            fn()
-        except Exception:  # one bad event must not stop the planner
-            log.exception("planner event failed")
-
     def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # noqa: BLE001 -- a bug: kept, logged and handed on, not swallowed
+            self.failure = exc
+            log.critical("the planner failed and stops", exc_info=exc)
+            if self.on_failure is not None:
+                self.on_failure(exc)
+
+    def _loop(self) -> None:
         while not self._stop.is_set():
             while True:
                 try:
                     fn = self._inbox.get_nowait()
                 except queue.Empty:
                     break
-                self._run_one(fn)
-            try:
-                busy = self.planner.step()
-            except Exception:  # the planner itself handles engine faults; this is a planner bug
-                log.exception("planner step failed")
-                busy = False
-            if not busy:
-                try:
-                    self._run_one(self._inbox.get(timeout=self.idle_wait_s))
-                except queue.Empty:
-                    pass
+                fn()
+            if not self.planner.step():
+                with contextlib.suppress(queue.Empty):
+                    self._inbox.get(timeout=self.idle_wait_s)()

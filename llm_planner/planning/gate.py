@@ -9,8 +9,8 @@ any other: its units start later."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from llm_planner.catalog.safety import SafetyRules
 from llm_planner.planning.segmenter import Segment

@@ -5,8 +5,8 @@ input is refused, and good input leveled, the same way everywhere."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from llm_planner.domain.tasks import MAX_INSTRUCTION_BYTES, TaskRequest
 from llm_planner.domain.tuf import Tuf
@@ -43,9 +43,17 @@ def instruction_problem(instruction: str) -> str | None:
     return None
 
 
-def build_request(task: TaskFields, *, config: PlannerConfig, robot_types: Mapping[str, str], arrival_s: float,
-                  recorded_plan: str | None = None, label: str = "") -> TaskRequest | Rejection:
+def build_request(
+    task: TaskFields,
+    *,
+    config: PlannerConfig,
+    robot_types: Mapping[str, str],
+    arrival_s: float,
+    recorded_plan: str | None = None,
+    label: str = "",
+) -> TaskRequest | Rejection:
     """`robot_types`: robot id -> robot type of the robots that may be addressed (the fleet)."""
+
     def reject(reason: str) -> Rejection:
         return Rejection(task.task_id, task.robot_id, reason)
 
@@ -59,13 +67,22 @@ def build_request(task: TaskFields, *, config: PlannerConfig, robot_types: Mappi
         level_name, tuf = urgency_tuf(config, task.urgency, task.beta, task.ert_s, task.cutoff_s)
     except ValueError as exc:
         return reject(str(exc))
-    return TaskRequest(task_id=task.task_id, robot_id=task.robot_id, robot_type=robot_type,
-                       instruction=task.instruction, urgency_name=level_name, tuf=tuf, arrival_s=arrival_s,
-                       recorded_plan=recorded_plan, label=label)
+    return TaskRequest(
+        task_id=task.task_id,
+        robot_id=task.robot_id,
+        robot_type=robot_type,
+        instruction=task.instruction,
+        urgency_name=level_name,
+        tuf=tuf,
+        arrival_s=arrival_s,
+        recorded_plan=recorded_plan,
+        label=label,
+    )
 
 
-def urgency_tuf(config: PlannerConfig, urgency: int, beta: float = 0.0, ert_s: float = 0.0,
-                cutoff_s: float = 0.0) -> tuple[str, Tuf]:
+def urgency_tuf(
+    config: PlannerConfig, urgency: int, beta: float = 0.0, ert_s: float = 0.0, cutoff_s: float = 0.0
+) -> tuple[str, Tuf]:
     """(the urgency level's name, the TUF in force) for a task's urgency fields: the level's
     TUF, or its own where `beta` > 0. ValueError with the reason for bad fields."""
     if not 0 <= urgency < len(config.urgency_levels):

@@ -135,7 +135,7 @@ def _object_arguments(skill_set: SkillSet, abbr: str, call_text: str, bound: dic
 def _split_arguments(call_text: str) -> list[str]:
     if "(" not in call_text:
         return []
-    inner = call_text[call_text.index("(") + 1:call_text.rindex(")")]
+    inner = call_text[call_text.index("(") + 1 : call_text.rindex(")")]
     args, depth, quote, start = [], 0, None, 0
     for i, ch in enumerate(inner):
         if quote:

@@ -19,8 +19,8 @@ import logging
 import math
 import time
 from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 from llm_planner.catalog.exec_model import ExecModel, load_exec_model
 from llm_planner.catalog.safety import SafetyRules, restricted
@@ -111,10 +111,18 @@ class PlanGeneration:
 
 
 class Planner:
-    def __init__(self, config: PlannerConfig, policy: Policy, engine: Engine | ReplicaSet, clock: Clock,
-                 robots: Callable[[RobotListener], RobotPort],
-                 on_status: Callable[[StatusUpdate], None] | None = None, keep_finished: int | None = None,
-                 decisions: DecisionTrace | None = None, safety: Mapping[str, SafetyRules] | None = None) -> None:
+    def __init__(
+        self,
+        config: PlannerConfig,
+        policy: Policy,
+        engine: Engine | ReplicaSet,
+        clock: Clock,
+        robots: Callable[[RobotListener], RobotPort],
+        on_status: Callable[[StatusUpdate], None] | None = None,
+        keep_finished: int | None = None,
+        decisions: DecisionTrace | None = None,
+        safety: Mapping[str, SafetyRules] | None = None,
+    ) -> None:
         """`engine`: one engine, or replicas of one (planning/replicas.py). `robots`: builds the
         robot port for this planner, which it reports to. `keep_finished`: how many finished
         tasks' records to keep (the oldest go first; a long-running node's memory stays
@@ -138,11 +146,19 @@ class Planner:
         # risks a late one that leaves the robot waiting.
         self.behaviour = behaviour = policy.behaviour(config.features, config.batch.latency_guided)
         self.queue = policy.make_queue(behaviour)
-        self.batches = [BatchController(config.batch, replica.engine, latency_guided=behaviour.latency_guided,
-                                        preemptive=behaviour.preemptive, shrink=behaviour.shrinks_batch,
-                                        consolidation=config.rtlm if behaviour.prices_whole_plans else None,
-                                        replica=replica.index, guard_by_importance=behaviour.guards_by_importance)
-                        for replica in self.replicas]
+        self.batches = [
+            BatchController(
+                config.batch,
+                replica.engine,
+                latency_guided=behaviour.latency_guided,
+                preemptive=behaviour.preemptive,
+                shrink=behaviour.shrinks_batch,
+                consolidation=config.rtlm if behaviour.prices_whole_plans else None,
+                replica=replica.index,
+                guard_by_importance=behaviour.guards_by_importance,
+            )
+            for replica in self.replicas
+        ]
         self.decisions = decisions
         self.gate = SafetyGate(safety) if safety else None
         for batch in self.batches:
@@ -151,8 +167,9 @@ class Planner:
         self.records: dict[str, TaskRecord] = {}  # every task still running and the finished ones kept
         self._keep_finished = keep_finished
         self._finished: deque[str] = deque()
-        self.segment_lengths = make_segment_lengths(config, behaviour.predicted_lengths,
-                                                    required=behaviour.prices_whole_plans)
+        self.segment_lengths = make_segment_lengths(
+            config, behaviour.predicted_lengths, required=behaviour.prices_whole_plans
+        )
         self.observed_segments = ObservedSegments()
         # (robot type, skill, argument, seconds) of the latest calls, for refitting exec models
         self.exec_samples: deque[tuple[str, str, float | None, float]] = deque(maxlen=EXEC_SAMPLES_KEPT)
@@ -168,14 +185,17 @@ class Planner:
             skill_set = load_skill_set(rt.skill_set)
             model = load_exec_model(rt.exec_model)
             if model.spec.skill_set != skill_set.name:
-                raise ValueError(f"robot type {name}: exec model {rt.exec_model} is for skill set "
-                                 f"{model.spec.skill_set}, not {skill_set.name}")
+                raise ValueError(
+                    f"robot type {name}: exec model {rt.exec_model} is for skill set "
+                    f"{model.spec.skill_set}, not {skill_set.name}"
+                )
             self._types[name] = (skill_set, model)
             for first in (True, False):
                 self._gen_time.setdefault((skill_set.name, first), self._estimate_gen_time(skill_set, first))
         self.robots = robots(self)  # last: a port may start processes, and nothing above may fail after
-        self.dispatcher = Dispatcher(self.robots, self._on_executing,
-                                     None if behaviour.streams_segments else split_segments)
+        self.dispatcher = Dispatcher(
+            self.robots, self._on_executing, None if behaviour.streams_segments else split_segments
+        )
 
     # ----------------------------------------------------------------- estimates
     def _estimate_gen_time(self, skill_set: SkillSet, first: bool) -> float:
@@ -195,8 +215,15 @@ class Planner:
     def submit(self, request: TaskRequest) -> TaskRecord:
         """Accept a task (QUEUED) or reject it with a reason (REJECTED); never drops it."""
         if request.task_id in self.records:
-            self._publish(StatusUpdate(request.task_id, request.robot_id, TaskState.REJECTED, self.clock.now(),
-                                       message=f"duplicate task_id {request.task_id!r}"))
+            self._publish(
+                StatusUpdate(
+                    request.task_id,
+                    request.robot_id,
+                    TaskState.REJECTED,
+                    self.clock.now(),
+                    message=f"duplicate task_id {request.task_id!r}",
+                )
+            )
             return self.records[request.task_id]
         record = TaskRecord(request)
         self.records[request.task_id] = record
@@ -205,8 +232,14 @@ class Planner:
             self._finish_record(record, TaskState.REJECTED, reason)
             return record
         skill_set, model = self._types[request.robot_type]
-        gen = PlanGeneration(record, skill_set, make_segmenter(skill_set), self._generation_request(request),
-                             RobotWork(model, self.exec_stat), observed=self.observed_segments)
+        gen = PlanGeneration(
+            record,
+            skill_set,
+            make_segmenter(skill_set),
+            self._generation_request(request),
+            RobotWork(model, self.exec_stat),
+            observed=self.observed_segments,
+        )
         self.segment_lengths.start(request.task_id, skill_set, request.instruction)
         gen.ahead_tokens = self.segment_lengths.ahead(request.task_id, skill_set, 0, 0)
         if self.behaviour.prices_whole_plans:
@@ -225,19 +258,34 @@ class Planner:
         if self.decisions is not None:
             now = self.clock.now()
             self.decisions.record(
-                now, gen.task_id, Kind.QUEUED, reason, priority=round(self.queue.priority(entry, now), 4),
-                order=self.policy.order.value, beta=entry.tuf.beta, ert_s=entry.tuf.ert_s,
-                cutoff_s=entry.tuf.cutoff_s, ref_s=round(entry.ref_s, 4), gen_time_s=round(entry.gen_time_s, 4),
-                deadline_s=round(entry.deadline_s, 4), latest_start_s=round(entry.latest_start_s, 4),
-                segment=len(gen.record.segments))
+                now,
+                gen.task_id,
+                Kind.QUEUED,
+                reason,
+                priority=round(self.queue.priority(entry, now), 4),
+                order=self.policy.order.value,
+                beta=entry.tuf.beta,
+                ert_s=entry.tuf.ert_s,
+                cutoff_s=entry.tuf.cutoff_s,
+                ref_s=round(entry.ref_s, 4),
+                gen_time_s=round(entry.gen_time_s, 4),
+                deadline_s=round(entry.deadline_s, 4),
+                latest_start_s=round(entry.latest_start_s, 4),
+                segment=len(gen.record.segments),
+            )
 
     def _generation_request(self, request: TaskRequest) -> GenerationRequest:
         skill_set, _ = self._types[request.robot_type]
         rules = self.gate.of(request.robot_id) if self.gate is not None else None
-        return plan_request(request.task_id, skill_set, request.instruction, request.recorded_plan,
-                            tuned=skill_set.name in self.engine.tuned_skill_sets,
-                            task_grammar=self.config.vllm.task_grammar,
-                            grammar_skill_set=restricted(skill_set, rules) if rules is not None else None)
+        return plan_request(
+            request.task_id,
+            skill_set,
+            request.instruction,
+            request.recorded_plan,
+            tuned=skill_set.name in self.engine.tuned_skill_sets,
+            task_grammar=self.config.vllm.task_grammar,
+            grammar_skill_set=restricted(skill_set, rules) if rules is not None else None,
+        )
 
     def warm_up(self) -> None:
         """Have every engine cache every configured skill set's shared prompt before tasks come."""
@@ -275,12 +323,15 @@ class Planner:
             gen_id=req.task_id,
             tuf=req.tuf if unsent else req.tuf.resumed(),
             ref_s=req.arrival_s if unsent else gen.robot.free_s,
-            gen_time_s=self._plan_gen_time(gen, first) if self.behaviour.prices_whole_plans
+            gen_time_s=self._plan_gen_time(gen, first)
+            if self.behaviour.prices_whole_plans
             else self._segment_gen_time(gen, first),
             arrival_s=req.arrival_s,
             first_deadline_s=req.arrival_s + req.tuf.ert_s,
-            lane=int(self.behaviour.prices_whole_plans
-                     and self.segment_lengths.is_huge(req.task_id, self.config.rtlm.offload_quantile)),
+            lane=int(
+                self.behaviour.prices_whole_plans
+                and self.segment_lengths.is_huge(req.task_id, self.config.rtlm.offload_quantile)
+            ),
         )
         gen.deadline_s = entry.deadline_s
         gen.entry = entry
@@ -346,8 +397,9 @@ class Planner:
             first_tuf=req.tuf if first else req.tuf.resumed(),
             first_ref_s=req.arrival_s if first else robot_free,
             resumed_tuf=req.tuf.resumed(),
-            exec_spread=tuple(gen.robot.duration(held_calls, f"q{p}") / held_mean_s
-                              for p in EXEC_PERCENTILES) if held_mean_s > 0 else (1.0,),
+            exec_spread=tuple(gen.robot.duration(held_calls, f"q{p}") / held_mean_s for p in EXEC_PERCENTILES)
+            if held_mean_s > 0
+            else (1.0,),
         )
 
     def _segments_to_come(self, gen: PlanGeneration) -> list[float]:
@@ -403,18 +455,28 @@ class Planner:
     def _batches_now(self) -> list[tuple[float, tuple[str, ...], int]]:
         """Per replica, before its iteration: (now, its batch, the context it attends)."""
         now = self.clock.now()
-        return [(now, tuple(r.engine.running), sum(r.engine.context_tokens(g) for g in r.engine.running))
-                for r in self.replicas]
+        return [
+            (now, tuple(r.engine.running), sum(r.engine.context_tokens(g) for g in r.engine.running))
+            for r in self.replicas
+        ]
 
-    def _trace_iteration(self, replica: Replica, result: StepResult, elapsed_s: float,
-                         before: tuple[float, tuple[str, ...], int]) -> None:
+    def _trace_iteration(
+        self, replica: Replica, result: StepResult, elapsed_s: float, before: tuple[float, tuple[str, ...], int]
+    ) -> None:
         started_s, members, context = before
-        self.decisions.iteration(Iteration(
-            round(started_s, 6), replica.index, round(elapsed_s, 6),
-            round(replica.engine.predict_step_s(max(1, len(members)), context), 6), members, result.prefill_tokens,
-            self._joined.pop(replica.index, 0)))
+        self.decisions.iteration(
+            Iteration(
+                round(started_s, 6),
+                replica.index,
+                round(elapsed_s, 6),
+                round(replica.engine.predict_step_s(max(1, len(members)), context), 6),
+                members,
+                result.prefill_tokens,
+                self._joined.pop(replica.index, 0),
+            )
+        )
 
-    def _restart_engine(self, replica: Replica, exc: Exception) -> None:
+    def _restart_engine(self, replica: Replica, exc: EngineError) -> None:
         """Restart the engine and warm it up again. The generations that were inside it lost
         their context with it: each goes back to the queue and on from the text the planner
         received (its prompt and plan so far prefilled again, on whichever replica admits it).
@@ -437,18 +499,22 @@ class Planner:
                 continue
             gen.recovered = True
             if self.decisions is not None:
-                self.decisions.record(now, gen.task_id, Kind.SUSPENDED, Reason.ENGINE_RESTART, replica=replica.index,
-                                      tokens=gen.tokens)
+                self.decisions.record(
+                    now, gen.task_id, Kind.SUSPENDED, Reason.ENGINE_RESTART, replica=replica.index, tokens=gen.tokens
+                )
             try:
                 if gen.tokens:
-                    gen.lost_context = replica.engine.continuation_of(gen.request, "".join(gen.text_parts),
-                                                                      gen.tokens)
+                    gen.lost_context = replica.engine.continuation_of(gen.request, "".join(gen.text_parts), gen.tokens)
             except EngineError as exc2:
                 self._finish(gen, TaskState.FAILED, f"{reason}; its plan could not go on ({exc2})")
                 continue
             self.queue.push(gen.entry)
-            self._emit(gen.record, TaskState.SUSPENDED, segment_index=len(gen.record.segments),
-                       message=f"{reason}; the plan goes on from its {gen.tokens} tokens")
+            self._emit(
+                gen.record,
+                TaskState.SUSPENDED,
+                segment_index=len(gen.record.segments),
+                message=f"{reason}; the plan goes on from its {gen.tokens} tokens",
+            )
 
     def _admit(self, now: float) -> None:
         if len(self.replicas) == 1:
@@ -495,15 +561,26 @@ class Planner:
         return target
 
     def _candidate(self, gen: PlanGeneration, now: float) -> Candidate:
-        return Candidate(gen.task_id, self.engine.prompt_tokens(gen.request), gen.expected_segment_tokens,
-                         self._remaining_tokens(gen), self.queue.priority(gen.entry, now) if gen.entry else 0.0)
+        return Candidate(
+            gen.task_id,
+            self.engine.prompt_tokens(gen.request),
+            gen.expected_segment_tokens,
+            self._remaining_tokens(gen),
+            self.queue.priority(gen.entry, now) if gen.entry else 0.0,
+        )
 
     def _place(self, gen: PlanGeneration, index: int) -> None:
         gen.replica = index
         self.placement.placed(index)
         if self.decisions is not None and len(self.replicas) > 1:
-            self.decisions.record(self.clock.now(), gen.task_id, Kind.PLACED, Reason.PLACEMENT, replica=index,
-                                  placement=self.config.placement)
+            self.decisions.record(
+                self.clock.now(),
+                gen.task_id,
+                Kind.PLACED,
+                Reason.PLACEMENT,
+                replica=index,
+                placement=self.config.placement,
+            )
 
     @staticmethod
     def _remaining_tokens(gen: PlanGeneration) -> float:
@@ -515,21 +592,36 @@ class Planner:
         placed = [g for g in self._gens.values() if g.replica == replica.index]
         running = [self._gens[g] for g in engine.running if g in self._gens]
         # A generation that stays in the batch between segments leaves it when its plan ends.
-        left = [max(1.0, g.expected_segment_tokens - g.seg_tokens) if self.behaviour.pauses_after_segment
-                else self._remaining_tokens(g) for g in running]
-        preemptible = ([self.queue.priority(g.entry, now) for g in running if g.entry is not None]
-                       if self.behaviour.preemptive else [])
-        return ReplicaLoad(replica.index, engine, self.config.batch.max_batch_size, len(running),
-                           sum(engine.context_tokens(g.task_id) for g in running),
-                           sum(1 for g in placed if g.task_id in self.queue),
-                           sum(self._remaining_tokens(g) for g in placed), slot_free_s(engine, left), preemptible)
+        left = [
+            max(1.0, g.expected_segment_tokens - g.seg_tokens)
+            if self.behaviour.pauses_after_segment
+            else self._remaining_tokens(g)
+            for g in running
+        ]
+        preemptible = (
+            [self.queue.priority(g.entry, now) for g in running if g.entry is not None]
+            if self.behaviour.preemptive
+            else []
+        )
+        return ReplicaLoad(
+            replica.index,
+            engine,
+            self.config.batch.max_batch_size,
+            len(running),
+            sum(engine.context_tokens(g.task_id) for g in running),
+            sum(1 for g in placed if g.task_id in self.queue),
+            sum(self._remaining_tokens(g) for g in placed),
+            slot_free_s(engine, left),
+            preemptible,
+        )
 
     def _admit_to(self, replica: Replica, queue: ReadyQueue | QueueShare, now: float) -> None:
         engine = replica.engine
         running = [self._gens[g] for g in engine.running]
         selection = self.batches[replica.index].select(queue, running, self._gens, now)
-        for gen, why in [(g, "preempted by a higher-priority generation") for g in selection.preempted] + \
-                [(g, "paused for a more important generation") for g in selection.shrunk]:
+        for gen, why in [(g, "preempted by a higher-priority generation") for g in selection.preempted] + [
+            (g, "paused for a more important generation") for g in selection.shrunk
+        ]:
             engine.suspend(gen.task_id)
             self._end_run(gen, now)
             self.queue.push(gen.entry)  # same segment, same deadline; resumes where it stopped
@@ -564,8 +656,15 @@ class Planner:
         """Out of the replica that holds its context, into `to`, which prefills it again."""
         continuation = self.replicas[gen.replica].engine.detach(gen.task_id)
         if self.decisions is not None:
-            self.decisions.record(self.clock.now(), gen.task_id, Kind.MOVED, Reason.PLACEMENT, source=gen.replica,
-                                  target=to.index, tokens=continuation.tokens)
+            self.decisions.record(
+                self.clock.now(),
+                gen.task_id,
+                Kind.MOVED,
+                Reason.PLACEMENT,
+                source=gen.replica,
+                target=to.index,
+                tokens=continuation.tokens,
+            )
         gen.replica = None  # if `to` refuses it, the generation has left every engine
         gen.in_engine = False
         self._attach(gen, to, continuation, urgency)
@@ -584,8 +683,9 @@ class Planner:
         gen.seg_tokens += 1
         gen.tokens += 1
         if gen.tokens >= gen.plan_tokens:  # rtlm's plan ran past its predicted size (nan: not rtlm)
-            gen.plan_tokens = self.segment_lengths.plan_size(gen.task_id, self.config.rtlm.uncertainty_weight,
-                                                             gen.tokens)
+            gen.plan_tokens = self.segment_lengths.plan_size(
+                gen.task_id, self.config.rtlm.uncertainty_weight, gen.tokens
+            )
         segments = gen.segmenter.feed(out.text) if self.behaviour.streams_segments else []
         if out.finished:
             gen.plan_done = True
@@ -613,8 +713,9 @@ class Planner:
         gen.generated_exec_s += sum(gen.robot.duration(s.calls, "mean") for s in segments)
         if segments and not out.finished:
             gen.seg_tokens = 0
-            gen.ahead_tokens = self.segment_lengths.ahead(gen.task_id, gen.skill_set, gen.tokens,
-                                                          gen.segments_generated)
+            gen.ahead_tokens = self.segment_lengths.ahead(
+                gen.task_id, gen.skill_set, gen.tokens, gen.segments_generated
+            )
         self._release(gen, out.finished, now)
         if gen.task_id not in self._gens:  # the safety gate ended it
             return
@@ -647,12 +748,17 @@ class Planner:
             self.dispatcher.send(gen.record, gen.skill_set, gen.robot, gen.held, plan_done, now)
         else:
             if self.decisions is not None:
-                self.decisions.record(now, gen.task_id, Kind.STREAMED,
-                                      Reason.EACH_SEGMENT if self.behaviour.streams_segments else Reason.PLAN_DONE,
-                                      segments=len(gen.held))
+                self.decisions.record(
+                    now,
+                    gen.task_id,
+                    Kind.STREAMED,
+                    Reason.EACH_SEGMENT if self.behaviour.streams_segments else Reason.PLAN_DONE,
+                    segments=len(gen.held),
+                )
             for i, segment in enumerate(gen.held):
-                self.dispatcher.send(gen.record, gen.skill_set, gen.robot, [segment],
-                                     plan_done and i == len(gen.held) - 1, now)
+                self.dispatcher.send(
+                    gen.record, gen.skill_set, gen.robot, [segment], plan_done and i == len(gen.held) - 1, now
+                )
         gen.held = []
 
     def _through_gate(self, gen: PlanGeneration, now: float) -> bool:
@@ -666,8 +772,9 @@ class Planner:
             return False
         if verdict.wait_for:
             if self.decisions is not None:
-                self.decisions.record(now, gen.task_id, Kind.HELD, Reason.AWAITING_APPROVAL, call=verdict.wait_for,
-                                      segments=len(gen.held))
+                self.decisions.record(
+                    now, gen.task_id, Kind.HELD, Reason.AWAITING_APPROVAL, call=verdict.wait_for, segments=len(gen.held)
+                )
             return False
         return True
 
@@ -678,8 +785,9 @@ class Planner:
         if gen is None or waiting is None:
             return f"task {task_id!r} is not waiting for an approval"
         if not approved:
-            self._finish(gen, TaskState.FAILED, f"{waiting.call} denied by an operator" + (f": {reason}" if reason
-                                                                                              else ""))
+            self._finish(
+                gen, TaskState.FAILED, f"{waiting.call} denied by an operator" + (f": {reason}" if reason else "")
+            )
             return ""
         self.gate.approve(task_id, gen.held)
         self._release(gen, gen.plan_done, self.clock.now())
@@ -694,16 +802,29 @@ class Planner:
             if gen is None:
                 self.gate.forget(task_id)
                 continue
-            self._finish(gen, TaskState.FAILED, f"{waiting.call} was not approved within {waiting.timeout_s:g} s "
-                                                "(the safety gate fails closed)")
+            self._finish(
+                gen,
+                TaskState.FAILED,
+                f"{waiting.call} was not approved within {waiting.timeout_s:g} s (the safety gate fails closed)",
+            )
 
     def _trace_release(self, gen: PlanGeneration, outlook: Outlook, hold_for: int, now: float) -> None:
         """The hold rule's comparison: expected utility sent now against held for `hold_for` more segments."""
-        figures = dict(segments=len(gen.held), send_now=round(release_utility(outlook, 0), 4),
-                       robot_free_in_s=round(max(0.0, outlook.robot_free_s - now), 4))  # 0: idle now
+        figures = dict(
+            segments=len(gen.held),
+            send_now=round(release_utility(outlook, 0), 4),
+            robot_free_in_s=round(max(0.0, outlook.robot_free_s - now), 4),
+        )  # 0: idle now
         if hold_for > 0:
-            self.decisions.record(now, gen.task_id, Kind.HELD, Reason.HOLD_RULE, hold_for=hold_for,
-                                  held=round(release_utility(outlook, hold_for), 4), **figures)
+            self.decisions.record(
+                now,
+                gen.task_id,
+                Kind.HELD,
+                Reason.HOLD_RULE,
+                hold_for=hold_for,
+                held=round(release_utility(outlook, hold_for), 4),
+                **figures,
+            )
         else:
             self.decisions.record(now, gen.task_id, Kind.STREAMED, Reason.HOLD_RULE, **figures)
 
@@ -728,8 +849,9 @@ class Planner:
         if self.dispatcher.started(gen.record, gen.robot, index, t):
             self._refresh_queued(gen)
 
-    def segment_finished(self, task_id: str, index: int, success: bool, call_times_s: list[float],
-                         message: str, t: float) -> None:
+    def segment_finished(
+        self, task_id: str, index: int, success: bool, call_times_s: list[float], message: str, t: float
+    ) -> None:
         gen = self._gens.get(task_id)
         if gen is None or index >= len(gen.record.segments):
             return  # task already terminal (canceled/failed): late reports are ignored
@@ -741,8 +863,7 @@ class Planner:
         earned, most, first = gen.record.utility, gen.record.max_utility, gen.record.units_executed == 0
         gen.record.account_segment(segment)
         if self.decisions is not None and gen.record.utility - earned < gen.record.max_utility - most - 1e-9:
-            self._trace_lost_utility(gen, segment, gen.record.utility - earned, gen.record.max_utility - most,
-                                     first, t)
+            self._trace_lost_utility(gen, segment, gen.record.utility - earned, gen.record.max_utility - most, first, t)
         robot_type = gen.record.request.robot_type
         for call, seconds in zip(segment.calls, call_times_s):
             self.exec_samples.append((robot_type, call.skill, call.number, seconds))
@@ -750,15 +871,22 @@ class Planner:
             self._refresh_queued(gen)
         self._maybe_complete(gen)
 
-    def _trace_lost_utility(self, gen: PlanGeneration, segment: DispatchedSegment, earned: float, most: float,
-                            first: bool, t: float) -> None:
+    def _trace_lost_utility(
+        self, gen: PlanGeneration, segment: DispatchedSegment, earned: float, most: float, first: bool, t: float
+    ) -> None:
         """An executed segment's units earned less than their maximum: its first unit late
         (the response, `first`), or the robot waited for a later one."""
-        self.decisions.record(t, gen.task_id, Kind.LOST_UTILITY,
-                              Reason.LATE_RESPONSE if first else Reason.ROBOT_WAITED, segment=segment.index,
-                              earned=round(earned, 4), most=round(most, 4),
-                              response_s=round(gen.record.response_time_s, 4),
-                              waiting_s=round(gen.record.waiting_time_s, 4))
+        self.decisions.record(
+            t,
+            gen.task_id,
+            Kind.LOST_UTILITY,
+            Reason.LATE_RESPONSE if first else Reason.ROBOT_WAITED,
+            segment=segment.index,
+            earned=round(earned, 4),
+            most=round(most, 4),
+            response_s=round(gen.record.response_time_s, 4),
+            waiting_s=round(gen.record.waiting_time_s, 4),
+        )
 
     def _replan(self, gen: PlanGeneration, failure: Failure) -> None:
         """The task fails; when its robot failed a call (and not the link: a timeout, a lost
@@ -776,8 +904,14 @@ class Planner:
         follow_up = follow_up_request(request, failure, self.config.replan_level, gen.skill_set)
         gen.record.followed_by = follow_up.task_id
         if self.decisions is not None:
-            self.decisions.record(failure.at_s, gen.task_id, Kind.REPLANNED, Reason.ROBOT_FAILURE,
-                                  follow_up=follow_up.task_id, failure=what)
+            self.decisions.record(
+                failure.at_s,
+                gen.task_id,
+                Kind.REPLANNED,
+                Reason.ROBOT_FAILURE,
+                follow_up=follow_up.task_id,
+                failure=what,
+            )
         self._finish(gen, TaskState.FAILED, replanned_message(what, follow_up.task_id))
         self.submit(follow_up)
 
@@ -807,8 +941,9 @@ class Planner:
         record.request = dataclasses.replace(record.request, urgency_name=urgency_name, tuf=tuf)
         if gen.entry is not None:
             unsent = gen.robot.calls == 0
-            gen.entry = dataclasses.replace(gen.entry, tuf=tuf if unsent else tuf.resumed(),
-                                            first_deadline_s=record.request.arrival_s + tuf.ert_s)
+            gen.entry = dataclasses.replace(
+                gen.entry, tuf=tuf if unsent else tuf.resumed(), first_deadline_s=record.request.arrival_s + tuf.ert_s
+            )
             gen.deadline_s = gen.entry.deadline_s
             if task_id in self.queue:
                 self._enqueue(gen, gen.entry, Reason.URGENCY_CHANGED)
@@ -817,8 +952,9 @@ class Planner:
     def queue_places(self) -> dict[str, tuple[int, float]]:
         """Each queued task's place in the ready queue (1: next) and its priority now."""
         now = self.clock.now()
-        return {entry.gen_id: (n, self.queue.priority(entry, now)) for n, entry in
-                enumerate(self.queue.in_order(now), 1)}
+        return {
+            entry.gen_id: (n, self.queue.priority(entry, now)) for n, entry in enumerate(self.queue.in_order(now), 1)
+        }
 
     # ----------------------------------------------------------------- endings
     def cancel(self, task_id: str, reason: str = "canceled") -> bool:
@@ -845,9 +981,15 @@ class Planner:
         record.message = message
         record.finished_s = self.clock.now()
         if self.decisions is not None:
-            self.decisions.record(record.finished_s, record.request.task_id, Kind.ENDED, Reason(state.name.lower()),
-                                  message=message, utility=round(record.utility, 4),
-                                  max_utility=round(record.max_utility, 4))
+            self.decisions.record(
+                record.finished_s,
+                record.request.task_id,
+                Kind.ENDED,
+                Reason(state.name.lower()),
+                message=message,
+                utility=round(record.utility, 4),
+                max_utility=round(record.max_utility, 4),
+            )
         self._emit(record, state, message=message, segment_index=len(record.segments))
         if self._keep_finished is not None:
             self._finished.append(record.request.task_id)
@@ -857,8 +999,9 @@ class Planner:
     def _emit(self, record: TaskRecord, state: TaskState, **fields) -> None:
         record.state = state
         if state.terminal and record.units_executed:
-            fields.update(response_time_s=record.response_time_s, waiting_time_s=record.waiting_time_s,
-                          utility=record.utility)
+            fields.update(
+                response_time_s=record.response_time_s, waiting_time_s=record.waiting_time_s, utility=record.utility
+            )
         req = record.request
         self._publish(StatusUpdate(req.task_id, req.robot_id, state, self.clock.now(), **fields))
 

@@ -9,7 +9,7 @@ instead (`SkillSet.tuned_chat_prefix`, what it was tuned on).
 from __future__ import annotations
 
 import dataclasses
-from functools import lru_cache
+from functools import cache
 
 from llm_planner.catalog.grammar import TaskScope, plan_grammar
 from llm_planner.catalog.scene import render_task
@@ -17,15 +17,22 @@ from llm_planner.catalog.skills import SkillSet
 from llm_planner.engine.base import GenerationRequest
 
 
-@lru_cache(maxsize=None)
+@cache
 def shared_request(skill_set: SkillSet, tuned: bool = False) -> GenerationRequest:
     """The skill set's shared prefix as a request (also what warm-up prefills)."""
     chat_prefix = skill_set.tuned_chat_prefix() if tuned else skill_set.chat_prefix()
     prefix = "\n".join(text for _, text in chat_prefix) if tuned else skill_set.prompt()
     key = f"{skill_set.name}/tuned" if tuned else skill_set.name
-    return GenerationRequest(f"warm-up/{key}", key, prefix, "warm-up",
-                             forced_output="", chat_prefix=chat_prefix, grammar=plan_grammar(skill_set),
-                             plan_syntax=skill_set.syntax)
+    return GenerationRequest(
+        f"warm-up/{key}",
+        key,
+        prefix,
+        "warm-up",
+        forced_output="",
+        chat_prefix=chat_prefix,
+        grammar=plan_grammar(skill_set),
+        plan_syntax=skill_set.syntax,
+    )
 
 
 def user_turn(task_text: str) -> str:
@@ -34,9 +41,16 @@ def user_turn(task_text: str) -> str:
     return render_task(task_text)
 
 
-def plan_request(gen_id: str, skill_set: SkillSet, task_text: str, recorded_plan: str | None = None,
-                 max_tokens: int = 512, tuned: bool = False, task_grammar: bool = True,
-                 grammar_skill_set: SkillSet | None = None) -> GenerationRequest:
+def plan_request(
+    gen_id: str,
+    skill_set: SkillSet,
+    task_text: str,
+    recorded_plan: str | None = None,
+    max_tokens: int = 512,
+    tuned: bool = False,
+    task_grammar: bool = True,
+    grammar_skill_set: SkillSet | None = None,
+) -> GenerationRequest:
     """`task_grammar`: the plan grammar of this task (its scene's objects; an error follow-up
     opens with a plain action) rather than the skill set's. `grammar_skill_set`: the skill set
     the robot's safety gate leaves (catalog/safety.py), for the grammar only: the prompt stays
@@ -48,5 +62,11 @@ def plan_request(gen_id: str, skill_set: SkillSet, task_text: str, recorded_plan
         grammar = request.grammar
     else:
         grammar = plan_grammar(grammar_skill_set, TaskScope.of_task(task_text) if task_grammar else TaskScope())
-    return dataclasses.replace(request, gen_id=gen_id, prompt=user_turn(task_text), forced_output=recorded_plan,
-                               max_tokens=max_tokens, grammar=grammar)
+    return dataclasses.replace(
+        request,
+        gen_id=gen_id,
+        prompt=user_turn(task_text),
+        forced_output=recorded_plan,
+        max_tokens=max_tokens,
+        grammar=grammar,
+    )

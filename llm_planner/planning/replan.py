@@ -40,7 +40,7 @@ def failure_of(record: TaskRecord, index: int, call_times_s: list[float], messag
     segment = record.segments[index]
     failed = len(call_times_s) - 1 if call_times_s else -1
     done = [c.text for earlier in record.segments[:index] for c in earlier.calls]
-    done += [c.text for c in segment.calls[:max(failed, 0)]]
+    done += [c.text for c in segment.calls[: max(failed, 0)]]
     call = segment.calls[failed].text if 0 <= failed < len(segment.calls) else ""
     return Failure(index, call, message or "no reason given", tuple(done), at_s)
 
@@ -100,7 +100,7 @@ def follow_up_text(original_text: str, failure: Failure) -> str:
 
 def retry_plan(skill_set: SkillSet, recorded_plan: str, failure: Failure) -> str:
     """For the sim engine: the recorded plan's calls from the failed one on."""
-    calls = [c.text for c in skill_set.find_calls(recorded_plan)][len(failure.done):]
+    calls = [c.text for c in skill_set.find_calls(recorded_plan)][len(failure.done) :]
     if skill_set.syntax == "python":
         return "\n".join(calls)
     return "".join(f"{call};" for call in calls)
@@ -117,8 +117,14 @@ def next_follow_up(failed: TaskRequest, failed_s: float) -> FollowUp:
 def follow_up_request(failed: TaskRequest, failure: Failure, level: UrgencyLevel, skill_set: SkillSet) -> TaskRequest:
     follow_up = next_follow_up(failed, failure.at_s)
     return TaskRequest(
-        task_id=follow_up_task_id(follow_up.root_task, follow_up.attempt), robot_id=failed.robot_id,
-        robot_type=failed.robot_type, instruction=follow_up_text(follow_up.original_text, failure),
-        urgency_name=level.name, tuf=level.tuf, arrival_s=failure.at_s,
+        task_id=follow_up_task_id(follow_up.root_task, follow_up.attempt),
+        robot_id=failed.robot_id,
+        robot_type=failed.robot_type,
+        instruction=follow_up_text(follow_up.original_text, failure),
+        urgency_name=level.name,
+        tuf=level.tuf,
+        arrival_s=failure.at_s,
         recorded_plan=None if failed.recorded_plan is None else retry_plan(skill_set, failed.recorded_plan, failure),
-        label=failed.label, follow_up=follow_up)
+        label=failed.label,
+        follow_up=follow_up,
+    )

@@ -8,16 +8,19 @@ time exactly as separate machines would. Replicas that are Ray actors (engine/ra
 run their iterations truly side by side: on a virtual clock as above, each iteration's time
 measured where it ran; on the wall clock, the planner takes whichever ends first. A replica's
 batch changes only between its iterations, as in any engine's scheduler.
+
+An `EngineError` from an iteration is a fault a restart mends: the planner restarts that
+replica and the others go on. Any other exception is a bug and goes up with its traceback.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from concurrent import futures
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Sequence
 
 from llm_planner.domain.clock import Clock, VirtualClock
 from llm_planner.engine.base import Engine, EngineError, EngineStats, StepResult
@@ -46,7 +49,7 @@ class StepEvent:
 
     replica: Replica
     result: StepResult | None
-    error: Exception | None
+    error: EngineError | None
     elapsed_s: float  # the iteration's time on the replica's clock
 
 
@@ -101,7 +104,7 @@ class ReplicaSet:
         return self._first_on_wall_clock(busy, clock, until_s)
 
     @staticmethod
-    def _failed(replica: Replica, exc: Exception, elapsed_s: float) -> StepEvent:
+    def _failed(replica: Replica, exc: EngineError, elapsed_s: float) -> StepEvent:
         """The planner restarts this replica; the others go on."""
         replica.pending = replica.result = None
         return StepEvent(replica, None, exc, elapsed_s)
@@ -111,7 +114,7 @@ class ReplicaSet:
             if replica.result is None:
                 try:
                     replica.result = replica.engine.end_step(replica.pending)
-                except Exception as exc:
+                except EngineError as exc:
                     return self._failed(replica, exc, replica.clock.now() - now)
                 replica.ends_s = replica.clock.now()
         first = min(busy, key=lambda r: (r.ends_s, r.index))
@@ -125,18 +128,22 @@ class ReplicaSet:
     def _first_on_wall_clock(self, busy: list[Replica], clock: Clock, until_s: float) -> StepEvent:
         oldest = min(busy, key=lambda r: r.started_s)
         wait_s = min(until_s, oldest.started_s + self.step_timeout_s) - clock.now()
-        done, _ = futures.wait([r.pending for r in busy], timeout=max(0.0, wait_s),
-                               return_when=futures.FIRST_COMPLETED)
+        done, _ = futures.wait([r.pending for r in busy], timeout=max(0.0, wait_s), return_when=futures.FIRST_COMPLETED)
         now = clock.now()
         if not done:
             if now - oldest.started_s >= self.step_timeout_s:
-                return self._failed(oldest, EngineError(f"engine replica {oldest.index} did not end an iteration "
-                                                        f"within {self.step_timeout_s:g} s"), now - oldest.started_s)
+                return self._failed(
+                    oldest,
+                    EngineError(
+                        f"engine replica {oldest.index} did not end an iteration within {self.step_timeout_s:g} s"
+                    ),
+                    now - oldest.started_s,
+                )
             return StepEvent(oldest, None, None, 0.0)
         first = min((r for r in busy if r.pending in done), key=lambda r: r.index)
         try:
             result = first.engine.end_step(first.pending, timeout_s=0.0)
-        except Exception as exc:
+        except EngineError as exc:
             return self._failed(first, exc, now - first.started_s)
         first.pending = None
         return StepEvent(first, result, None, now - first.started_s)
@@ -148,7 +155,7 @@ class ReplicaSet:
         started = clock.now()
         try:
             result = replica.engine.step()
-        except Exception as exc:
+        except EngineError as exc:
             return StepEvent(replica, None, exc, clock.now() - started)
         return StepEvent(replica, result, None, clock.now() - started)
 

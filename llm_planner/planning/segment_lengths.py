@@ -133,8 +133,7 @@ class ObservedSegments:
         return max(1, round(total / count - generated) if count else generated)
 
 
-def make_segment_lengths(config: PlannerConfig, use_predictor: bool = True,
-                         required: bool = False) -> SegmentLengths:
+def make_segment_lengths(config: PlannerConfig, use_predictor: bool = True, required: bool = False) -> SegmentLengths:
     """The configured estimate (`use_predictor` False: the fixed one, whatever is configured;
     `required`: the predictor of the engine's model when none is configured)."""
     if not use_predictor or (config.predictor == "none" and not required):
@@ -148,6 +147,11 @@ def make_segment_lengths(config: PlannerConfig, use_predictor: bool = True,
     lengths = PredictedSegmentLengths(path)
     learned, runs = lengths.predictor.model.model_name, Path(config.vllm.model).name
     if config.engine == "vllm" and learned != runs:
-        log.warning("the predictor %s learned the plans of %s, the engine runs %s: plan lengths depend on the model "
-                    "(`llm-planner predictor collect` and `train` make one for it)", path, learned, runs)
+        log.warning(
+            "the predictor %s learned the plans of %s, the engine runs %s: plan lengths depend on the model "
+            "(`llm-planner predictor collect` and `train` make one for it)",
+            path,
+            learned,
+            runs,
+        )
     return lengths

@@ -46,6 +46,7 @@ class TaskCheck:
 
 def parse_needs(skills: object, objects: object, where: str = "", first: object = None) -> TaskNeeds:
     """The lists as a task file holds them (None: not given)."""
+
     def strings(value: object, key: str) -> tuple[str, ...]:
         if value is None:
             return ()
@@ -53,8 +54,9 @@ def parse_needs(skills: object, objects: object, where: str = "", first: object 
             raise ValueError(f"{where}: '{key}' must be a list of non-empty strings")
         return tuple(v.strip() for v in value)
 
-    return TaskNeeds(strings(skills, "required_skills"), strings(objects, "required_objects"),
-                     strings(first, "first_skills"))
+    return TaskNeeds(
+        strings(skills, "required_skills"), strings(objects, "required_objects"), strings(first, "first_skills")
+    )
 
 
 def unknown_skills(skill_set: SkillSet, needs: TaskNeeds) -> list[str]:

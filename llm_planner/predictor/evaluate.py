@@ -12,20 +12,37 @@ from llm_planner.predictor.model import bucket_of, train
 from llm_planner.predictor.predict import QUANTILE_LEVELS, LengthPredictor
 from llm_planner.predictor.rank import spearman
 
-RESULT_KEYS = ("tasks", "mae_tokens", "mae_segments", "spearman_tokens", "bucket_accuracy",
-               "baseline_mean_mae_tokens", "baseline_length_mae_tokens", "latency_ms_p50")
+RESULT_KEYS = (
+    "tasks",
+    "mae_tokens",
+    "mae_segments",
+    "spearman_tokens",
+    "bucket_accuracy",
+    "baseline_mean_mae_tokens",
+    "baseline_length_mae_tokens",
+    "latency_ms_p50",
+)
 
 
 def train_predictor(samples: list[PlanSample], model_name: str, epochs: int = 600) -> LengthPredictor:
     features = [task_features(s.task_input) for s in samples]
-    model = train([f.vector() for f in features], [s.skill_set for s in samples], [s.tokens for s in samples],
-                  [max(1, s.segments) for s in samples], TaskFeatures.names(), model_name, epochs)
+    model = train(
+        [f.vector() for f in features],
+        [s.skill_set for s in samples],
+        [s.tokens for s in samples],
+        [max(1, s.segments) for s in samples],
+        TaskFeatures.names(),
+        model_name,
+        epochs,
+    )
     words = np.asarray([f.words for f in features])
     tokens = np.asarray([s.tokens for s in samples], float)
     slope, intercept = np.polyfit(words, tokens, 1) if len(set(words)) > 1 else (0.0, tokens.mean())
-    model.info |= {"baseline_mean_tokens": float(tokens.mean()),
-                   "baseline_length_fit": [float(slope), float(intercept)],
-                   "token_quantiles": np.quantile(tokens, QUANTILE_LEVELS).tolist()}
+    model.info |= {
+        "baseline_mean_tokens": float(tokens.mean()),
+        "baseline_length_fit": [float(slope), float(intercept)],
+        "token_quantiles": np.quantile(tokens, QUANTILE_LEVELS).tolist(),
+    }
     return LengthPredictor(model)
 
 

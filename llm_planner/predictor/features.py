@@ -17,19 +17,90 @@ from dataclasses import astuple, dataclass, fields
 from llm_planner.catalog.scene import parse_task_text
 
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?|\d+(?:\.\d+)?")
-ACTION_VERBS = frozenset("""
-fly go move climb rise descend turn rotate take photograph film hover wait land
-approach back pick put place drop stack sort tidy clear collect bring hand push grab release
-report say tell log find search scan look check get show patrol return come follow avoid
-""".split())
-SEQUENCE_WORDS = frozenset("then next after afterwards finally first second third last before".split())
-VAGUE_WORDS = frozenset("""
-around some somewhere something bit little better quick quickly nearby about roughly
-tidy clean everything anything stuff area good safe
-""".split())
-OPEN_ENDED = frozenset("find search scan look until whether explore patrol if unless while".split())
-PRONOUNS = frozenset("it them they there its that this those these".split())
-PREPOSITIONS = frozenset("in on into onto to from with next near behind under above over by at".split())
+ACTION_VERBS = frozenset(
+    [
+        "fly",
+        "go",
+        "move",
+        "climb",
+        "rise",
+        "descend",
+        "turn",
+        "rotate",
+        "take",
+        "photograph",
+        "film",
+        "hover",
+        "wait",
+        "land",
+        "approach",
+        "back",
+        "pick",
+        "put",
+        "place",
+        "drop",
+        "stack",
+        "sort",
+        "tidy",
+        "clear",
+        "collect",
+        "bring",
+        "hand",
+        "push",
+        "grab",
+        "release",
+        "report",
+        "say",
+        "tell",
+        "log",
+        "find",
+        "search",
+        "scan",
+        "look",
+        "check",
+        "get",
+        "show",
+        "patrol",
+        "return",
+        "come",
+        "follow",
+        "avoid",
+    ]
+)
+SEQUENCE_WORDS = frozenset(
+    ["then", "next", "after", "afterwards", "finally", "first", "second", "third", "last", "before"]
+)
+VAGUE_WORDS = frozenset(
+    [
+        "around",
+        "some",
+        "somewhere",
+        "something",
+        "bit",
+        "little",
+        "better",
+        "quick",
+        "quickly",
+        "nearby",
+        "about",
+        "roughly",
+        "tidy",
+        "clean",
+        "everything",
+        "anything",
+        "stuff",
+        "area",
+        "good",
+        "safe",
+    ]
+)
+OPEN_ENDED = frozenset(
+    ["find", "search", "scan", "look", "until", "whether", "explore", "patrol", "if", "unless", "while"]
+)
+PRONOUNS = frozenset(["it", "them", "they", "there", "its", "that", "this", "those", "these"])
+PREPOSITIONS = frozenset(
+    ["in", "on", "into", "onto", "to", "from", "with", "next", "near", "behind", "under", "above", "over", "by", "at"]
+)
 COUNTS = {"twice": 2, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "times": 0}
 
 
@@ -65,7 +136,8 @@ def task_features(task_text: str) -> TaskFeatures:
     verbs = sum(w in ACTION_VERBS for w in words)
     named = sum(1 for o in task.object_names if re.search(rf"(?<!\w){re.escape(o.lower())}(?!\w)", text))
     counts = [COUNTS[w] for w in words if w in COUNTS] + [
-        int(m.group(1)) for m in re.finditer(r"\b(\d) (?:directions|times|photos|pictures|sides)", text)]
+        int(m.group(1)) for m in re.finditer(r"\b(\d) (?:directions|times|photos|pictures|sides)", text)
+    ]
     return TaskFeatures(
         words=float(len(words)),
         scene_objects=float(len(task.objects)),

@@ -56,10 +56,17 @@ class TrainedModel:
         return torch.from_numpy(np.concatenate([x, onehot], axis=1))
 
     def state(self) -> dict:
-        return {"net": self.net.state_dict(), "hidden": self.net.trunk[0].out_features,
-                "feature_names": self.feature_names, "skill_sets": self.skill_sets, "mean": self.mean.tolist(),
-                "std": self.std.tolist(), "bucket_edges": self.bucket_edges, "model_name": self.model_name,
-                "info": self.info}
+        return {
+            "net": self.net.state_dict(),
+            "hidden": self.net.trunk[0].out_features,
+            "feature_names": self.feature_names,
+            "skill_sets": self.skill_sets,
+            "mean": self.mean.tolist(),
+            "std": self.std.tolist(),
+            "bucket_edges": self.bucket_edges,
+            "model_name": self.model_name,
+            "info": self.info,
+        }
 
     @classmethod
     def from_state(cls, state: dict) -> TrainedModel:
@@ -67,9 +74,16 @@ class TrainedModel:
         net = LengthNet(inputs, len(state["bucket_edges"]) - 1, state["hidden"])
         net.load_state_dict(state["net"])
         net.eval()
-        return cls(net, state["feature_names"], state["skill_sets"], np.asarray(state["mean"], np.float32),
-                   np.asarray(state["std"], np.float32), list(state["bucket_edges"]), state["model_name"],
-                   state.get("info", {}))
+        return cls(
+            net,
+            state["feature_names"],
+            state["skill_sets"],
+            np.asarray(state["mean"], np.float32),
+            np.asarray(state["std"], np.float32),
+            list(state["bucket_edges"]),
+            state["model_name"],
+            state.get("info", {}),
+        )
 
 
 def bucket_edges(tokens: list[int], buckets: int = BUCKETS) -> list[float]:
@@ -82,8 +96,16 @@ def bucket_of(tokens: float, edges: list[float]) -> int:
     return int(np.searchsorted(np.asarray(edges[1:-1]), tokens, side="right"))
 
 
-def train(features: list[list[float]], skill_sets: list[str], tokens: list[int], segments: list[int],
-          feature_names: list[str], model_name: str, epochs: int = 600, seed: int = 0) -> TrainedModel:
+def train(
+    features: list[list[float]],
+    skill_sets: list[str],
+    tokens: list[int],
+    segments: list[int],
+    feature_names: list[str],
+    model_name: str,
+    epochs: int = 600,
+    seed: int = 0,
+) -> TrainedModel:
     """Fit on all but a fifth of the plans (by task), kept to stop training where the loss on
     them is lowest: a few hundred noisy plans overfit a network quickly."""
     torch.manual_seed(seed)
@@ -91,8 +113,15 @@ def train(features: list[list[float]], skill_sets: list[str], tokens: list[int],
     # a feature constant in training scales by 1, so an unseen value cannot blow up the input
     mean, std = x_raw.mean(axis=0), np.where(x_raw.std(axis=0) < 1e-3, 1.0, x_raw.std(axis=0))
     edges = bucket_edges(tokens)
-    model = TrainedModel(LengthNet(x_raw.shape[1] + len(sorted(set(skill_sets))), len(edges) - 1),
-                         feature_names, sorted(set(skill_sets)), mean, std, edges, model_name)
+    model = TrainedModel(
+        LengthNet(x_raw.shape[1] + len(sorted(set(skill_sets))), len(edges) - 1),
+        feature_names,
+        sorted(set(skill_sets)),
+        mean,
+        std,
+        edges,
+        model_name,
+    )
     x = model.inputs(features, skill_sets)
     log_tokens = torch.log(torch.tensor(tokens, dtype=torch.float32).clamp(min=1))
     log_segments = torch.log(torch.tensor(segments, dtype=torch.float32).clamp(min=1))
@@ -108,9 +137,11 @@ def train(features: list[list[float]], skill_sets: list[str], tokens: list[int],
 
     def loss_on(rows: torch.Tensor) -> torch.Tensor:
         tok, seg, logits = model.net(x[rows])
-        return (gaussian(tok[:, 0], log_tokens[rows], tok[:, 1].exp())
-                + gaussian(seg[:, 0], log_segments[rows], seg[:, 1].exp())
-                + nn.functional.cross_entropy(logits, labels[rows]))
+        return (
+            gaussian(tok[:, 0], log_tokens[rows], tok[:, 1].exp())
+            + gaussian(seg[:, 0], log_segments[rows], seg[:, 1].exp())
+            + nn.functional.cross_entropy(logits, labels[rows])
+        )
 
     best, best_state, best_epoch = float("inf"), None, 0
     for epoch in range(epochs):

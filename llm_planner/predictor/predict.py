@@ -69,8 +69,10 @@ class LengthPredictor:
         """This quantile of the training plans' tokens (linear between the kept 5% steps)."""
         quantiles = self.model.info.get("token_quantiles")
         if quantiles is None:
-            raise ValueError("this predictor checkpoint keeps no token quantiles of its training plans "
-                             "(made before they were kept); train it again with `llm-planner predictor train`")
+            raise ValueError(
+                "this predictor checkpoint keeps no token quantiles of its training plans "
+                "(made before they were kept); train it again with `llm-planner predictor train`"
+            )
         return float(np.interp(q, QUANTILE_LEVELS, quantiles))
 
     def predict_many(self, skill_sets: list[str], task_texts: list[str]) -> list[LengthPrediction]:
@@ -83,11 +85,17 @@ class LengthPredictor:
         out = []
         for row in range(len(task_texts)):
             mu, sigma = float(tok[row, 0]), math.exp(0.5 * float(tok[row, 1]))
-            out.append(LengthPrediction(  # medians of the log-normal distributions: the point estimates
-                tokens=math.exp(mu), tokens_low=math.exp(mu - Z90 * sigma), tokens_high=math.exp(mu + Z90 * sigma),
-                segments=math.exp(float(seg[row, 0])),
-                bucket_probs=tuple(float(p) for p in probs[row]), bucket_edges=tuple(self.model.bucket_edges),
-                latency_ms=per_task_ms))
+            out.append(
+                LengthPrediction(  # medians of the log-normal distributions: the point estimates
+                    tokens=math.exp(mu),
+                    tokens_low=math.exp(mu - Z90 * sigma),
+                    tokens_high=math.exp(mu + Z90 * sigma),
+                    segments=math.exp(float(seg[row, 0])),
+                    bucket_probs=tuple(float(p) for p in probs[row]),
+                    bucket_edges=tuple(self.model.bucket_edges),
+                    latency_ms=per_task_ms,
+                )
+            )
         return out
 
     def predict(self, skill_set: str, task_text: str) -> LengthPrediction:
@@ -118,4 +126,3 @@ def conditional_mean(prediction: LengthPrediction, at_least: float) -> float:
         mass += part
         total += part * (lo + b) / 2
     return total / mass if mass > 0 else at_least + 1.0
-

@@ -52,9 +52,15 @@ class SimBackend:
 
     RECENT_TASKS = 16  # a robot runs one task's plan at a time; a few generators are enough
 
-    def __init__(self, model: ExecModel, seed: int = 0, time_scale: float = 1.0,
-                 fail_on: str | None = None, stall_on: str | None = None,
-                 fail_rate: str | float | dict | None = None) -> None:
+    def __init__(
+        self,
+        model: ExecModel,
+        seed: int = 0,
+        time_scale: float = 1.0,
+        fail_on: str | None = None,
+        stall_on: str | None = None,
+        fail_rate: str | float | dict | None = None,
+    ) -> None:
         if time_scale <= 0:
             raise ValueError("time_scale must be > 0")
         self.model = model
@@ -127,8 +133,14 @@ class TelloBackend:
     Options: host, port (the SDK's UDP control port), takeoff (take off on connect), scene.
     """
 
-    def __init__(self, host: str = "192.168.10.1", port: int = 8889, takeoff: bool = True,
-                 scene: str | Path | None = None, connect_timeout_s: float = 7.0) -> None:
+    def __init__(
+        self,
+        host: str = "192.168.10.1",
+        port: int = 8889,
+        takeoff: bool = True,
+        scene: str | Path | None = None,
+        connect_timeout_s: float = 7.0,
+    ) -> None:
         from djitellopy import Tello
 
         self.scene = Scene.load(scene)
@@ -160,8 +172,14 @@ class TelloBackend:
 
     def _execute(self, call: SkillCall, cancel: threading.Event):
         t, skill = self.tello, call.skill
-        moves = {"mf": t.move_forward, "mb": t.move_back, "ml": t.move_left, "mr": t.move_right,
-                 "mu": t.move_up, "md": t.move_down}
+        moves = {
+            "mf": t.move_forward,
+            "mb": t.move_back,
+            "ml": t.move_left,
+            "mr": t.move_right,
+            "mu": t.move_up,
+            "md": t.move_down,
+        }
         if skill in moves:
             moves[skill](int(min(500, max(20, abs(call.number or 20)))))
             return None

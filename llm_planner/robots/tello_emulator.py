@@ -21,8 +21,14 @@ _MOVES = {"forward", "back", "left", "right", "up", "down"}
 
 
 class TelloEmulator:
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, time_scale: float = 1.0, battery: int = 87,
-                 fail_on: str | None = None) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        time_scale: float = 1.0,
+        battery: int = 87,
+        fail_on: str | None = None,
+    ) -> None:
         self.time_scale = time_scale
         self.fail_on = re.compile(fail_on) if fail_on else None
         self.battery = battery
@@ -34,8 +40,10 @@ class TelloEmulator:
         self.address = self._sock.getsockname()
         self._client: tuple[str, int] | None = None
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._serve, daemon=True, name="tello-emulator"),
-                         threading.Thread(target=self._send_state, daemon=True, name="tello-emulator-state")]
+        self._threads = [
+            threading.Thread(target=self._serve, daemon=True, name="tello-emulator"),
+            threading.Thread(target=self._send_state, daemon=True, name="tello-emulator-state"),
+        ]
 
     @property
     def port(self) -> int:
@@ -56,7 +64,7 @@ class TelloEmulator:
         while not self._stop.is_set():
             try:
                 data, sender = self._sock.recvfrom(1024)
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
             self._client = sender
             command = data.decode("utf-8", "replace").strip()
@@ -123,8 +131,10 @@ class TelloEmulator:
                 if self._client is None:
                     continue
                 h = 80 if self.flying else 0
-                state = (f"pitch:0;roll:0;yaw:0;vgx:0;vgy:0;vgz:0;templ:60;temph:63;tof:{h + 10};h:{h};"
-                         f"bat:{self.battery};baro:0.00;time:0;agx:0.00;agy:0.00;agz:-1000.00;\r\n")
+                state = (
+                    f"pitch:0;roll:0;yaw:0;vgx:0;vgy:0;vgz:0;templ:60;temph:63;tof:{h + 10};h:{h};"
+                    f"bat:{self.battery};baro:0.00;time:0;agx:0.00;agy:0.00;agz:-1000.00;\r\n"
+                )
                 sock.sendto(state.encode(), (self._client[0], STATE_PORT))
         finally:
             sock.close()
@@ -135,12 +145,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=18889, help="control port (the real drone uses 8889)")
     p.add_argument("--time-scale", type=float, default=1.0, help="0.1 = ten times faster than the drone")
-    p.add_argument("--fail-on", metavar="REGEX", help="flight commands matching it stop half way with an error "
-                                                      "(e.g. '^forward': an obstacle ahead)")
+    p.add_argument(
+        "--fail-on",
+        metavar="REGEX",
+        help="flight commands matching it stop half way with an error (e.g. '^forward': an obstacle ahead)",
+    )
     args = p.parse_args(argv)
     emulator = TelloEmulator(args.host, args.port, args.time_scale, fail_on=args.fail_on).start()
-    print(f"Tello emulator on {args.host}:{emulator.port}; point a tello robot at it with "
-          f"options {{host: {args.host}, port: {emulator.port}}}. Ctrl-C to stop.", flush=True)
+    print(
+        f"Tello emulator on {args.host}:{emulator.port}; point a tello robot at it with "
+        f"options {{host: {args.host}, port: {emulator.port}}}. Ctrl-C to stop.",
+        flush=True,
+    )
     try:
         while True:
             time.sleep(1)

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
-from llm_planner_interfaces.action import PlanTask
-from llm_planner_interfaces.msg import TaskInfo, TaskStatus
-from llm_planner_interfaces.srv import Approve, CancelTask, ListTasks, SetUrgency
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.task import Future
@@ -30,6 +27,9 @@ from llm_planner.planning.intake import Rejection, TaskFields, build_request, ur
 from llm_planner.planning.planner import Planner
 from llm_planner.ros.messages import task_fields
 from llm_planner.settings.config import PlannerConfig
+from llm_planner_interfaces.action import PlanTask
+from llm_planner_interfaces.msg import TaskInfo, TaskStatus
+from llm_planner_interfaces.srv import Approve, CancelTask, ListTasks, SetUrgency
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +40,16 @@ NOT_CONFIGURED = "planner not configured (lifecycle state unconfigured)"
 
 
 class TaskControl:
-    def __init__(self, node, config: PlannerConfig, robot_types: Mapping[str, str],
-                 driver: Callable[[], LiveDriver | None], clock, plans,
-                 refuse: Callable[[str, str, str], None]) -> None:
+    def __init__(
+        self,
+        node,
+        config: PlannerConfig,
+        robot_types: Mapping[str, str],
+        driver: Callable[[], LiveDriver | None],
+        clock,
+        plans,
+        refuse: Callable[[str, str, str], None],
+    ) -> None:
         """`node.active`: whether tasks may come in. `driver()`: the planner's thread, None
         while the node is unconfigured. `plans`: the node's recorded plans (the sim engine
         replays them). `refuse(task_id, robot_id, reason)`: a task REJECTED with the reason."""
@@ -58,9 +65,15 @@ class TaskControl:
         self._task_of_goal: dict[bytes, str] = {}  # goal UUID -> its task id, while it runs
         self._ids = itertools.count(1)
         group = ReentrantCallbackGroup()
-        self._action = ActionServer(node, PlanTask, PLAN_TASK_ACTION, execute_callback=self._execute,
-                                    goal_callback=self._on_goal, cancel_callback=self._on_cancel,
-                                    callback_group=group)
+        self._action = ActionServer(
+            node,
+            PlanTask,
+            PLAN_TASK_ACTION,
+            execute_callback=self._execute,
+            goal_callback=self._on_goal,
+            cancel_callback=self._on_cancel,
+            callback_group=group,
+        )
         self._services = [
             node.create_service(SetUrgency, SET_URGENCY_SERVICE, self._set_urgency, callback_group=group),
             node.create_service(ListTasks, LIST_TASKS_SERVICE, self._list_tasks, callback_group=group),
@@ -103,7 +116,7 @@ class TaskControl:
         def run() -> None:
             try:
                 value = fn(driver.planner)
-            except Exception as exc:  # handed back to the awaiting callback
+            except Exception as exc:  # noqa: BLE001 -- handed back to the awaiting callback
                 value = exc
             self._complete(future, value)
 
@@ -149,9 +162,14 @@ class TaskControl:
         self._task_of_goal[goal_id] = fields.task_id
         done = Future()
         self._goals[fields.task_id] = (goal_handle, done)
-        outcome = build_request(fields, config=self._config, robot_types=self._robot_types,
-                                arrival_s=self._clock.now(), recorded_plan=self._plans.plan_for(fields.instruction),
-                                label=self._plans.label_for(fields.instruction))
+        outcome = build_request(
+            fields,
+            config=self._config,
+            robot_types=self._robot_types,
+            arrival_s=self._clock.now(),
+            recorded_plan=self._plans.plan_for(fields.instruction),
+            label=self._plans.label_for(fields.instruction),
+        )
         driver = self._driver()
         if isinstance(outcome, Rejection):  # checked at goal time already; the same rules
             self._refuse(outcome.task_id, outcome.robot_id, outcome.reason)
@@ -181,8 +199,9 @@ class TaskControl:
         except RuntimeError as exc:
             why_not = str(exc)
         response.success = not why_not
-        response.message = why_not or (f"{request.task_id}: {level}, TUF beta {tuf.beta} ert {tuf.ert_s} s "
-                                       f"cutoff {tuf.cutoff_s} s")
+        response.message = why_not or (
+            f"{request.task_id}: {level}, TUF beta {tuf.beta} ert {tuf.ert_s} s cutoff {tuf.cutoff_s} s"
+        )
         return response
 
     async def _cancel_task(self, request: CancelTask.Request, response: CancelTask.Response) -> CancelTask.Response:
@@ -197,8 +216,9 @@ class TaskControl:
 
     async def _approve(self, request: Approve.Request, response: Approve.Response) -> Approve.Response:
         try:
-            why_not = await self._in_planner(lambda planner: planner.approve(request.task_id, request.approve,
-                                                                             request.reason))
+            why_not = await self._in_planner(
+                lambda planner: planner.approve(request.task_id, request.approve, request.reason)
+            )
         except RuntimeError as exc:
             why_not = str(exc)
         response.success, response.message = not why_not, why_not
@@ -220,9 +240,20 @@ def task_infos(planner: Planner) -> list[TaskInfo]:
     for gen in planner.generations:
         record, request = gen.record, gen.record.request
         place, priority = places.get(gen.task_id, (0, 0.0))
-        rows.append(TaskInfo(task_id=request.task_id, robot_id=request.robot_id, state=int(record.state),
-                             urgency=request.urgency_name, beta=request.tuf.beta, ert_s=request.tuf.ert_s,
-                             cutoff_s=request.tuf.cutoff_s, queue_place=place, priority=float(priority),
-                             utility=float(record.utility), segments_sent=len(record.segments),
-                             awaiting_approval=waiting[gen.task_id].call if gen.task_id in waiting else ""))
+        rows.append(
+            TaskInfo(
+                task_id=request.task_id,
+                robot_id=request.robot_id,
+                state=int(record.state),
+                urgency=request.urgency_name,
+                beta=request.tuf.beta,
+                ert_s=request.tuf.ert_s,
+                cutoff_s=request.tuf.cutoff_s,
+                queue_place=place,
+                priority=float(priority),
+                utility=float(record.utility),
+                segments_sent=len(record.segments),
+                awaiting_approval=waiting[gen.task_id].call if gen.task_id in waiting else "",
+            )
+        )
     return sorted(rows, key=lambda r: (r.queue_place == 0, r.queue_place))

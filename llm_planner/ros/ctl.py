@@ -106,26 +106,39 @@ def _describe(status) -> str:
     if status.message:
         parts.append(status.message)
     if math.isfinite(status.utility):
-        parts.append(f"utility {status.utility:.3f}, response {status.response_time_s:.3f} s, "
-                     f"waiting {status.waiting_time_s:.3f} s")
+        parts.append(
+            f"utility {status.utility:.3f}, response {status.response_time_s:.3f} s, "
+            f"waiting {status.waiting_time_s:.3f} s"
+        )
     return "  ".join(parts)
 
 
 def submit(ctl: Ctl, args, config) -> int:
-    from llm_planner_interfaces.action import PlanTask
-    from llm_planner_interfaces.msg import Task
     from rclpy.action import ActionClient
 
+    from llm_planner_interfaces.action import PlanTask
+    from llm_planner_interfaces.msg import Task
+
     tuf = args.tuf or (0.0, 0.0, 0.0)
-    goal = PlanTask.Goal(task=Task(task_id=args.task_id or "", robot_id=args.robot, instruction=args.instruction,
-                                   urgency=_urgency_index(args.urgency, config), beta=tuf[0], ert_s=tuf[1],
-                                   cutoff_s=tuf[2]))
+    goal = PlanTask.Goal(
+        task=Task(
+            task_id=args.task_id or "",
+            robot_id=args.robot,
+            instruction=args.instruction,
+            urgency=_urgency_index(args.urgency, config),
+            beta=tuf[0],
+            ert_s=tuf[1],
+            cutoff_s=tuf[2],
+        )
+    )
     client = ActionClient(ctl.node, PlanTask, PLAN_TASK_ACTION)
     if not client.wait_for_server(timeout_sec=ctl.timeout_s):
         raise NoPlanner(f"no action {PLAN_TASK_ACTION} (is the planner node running and active?)")
     ctl.settle()
-    handle = ctl.wait(client.send_goal_async(goal, feedback_callback=lambda f: print(_describe(f.feedback.status),
-                                                                                      flush=True)), ctl.timeout_s)
+    handle = ctl.wait(
+        client.send_goal_async(goal, feedback_callback=lambda f: print(_describe(f.feedback.status), flush=True)),
+        ctl.timeout_s,
+    )
     if not handle.accepted:
         print("rejected: the reason is on /llm_planner/status and in the planner's log", file=sys.stderr)
         return 1
@@ -146,8 +159,12 @@ def submit(ctl: Ctl, args, config) -> int:
 def cancel(ctl: Ctl, args, config) -> int:
     from llm_planner_interfaces.srv import CancelTask
 
-    answer = ctl.call(CancelTask, CANCEL_TASK_SERVICE, CancelTask.Request(task_id=args.task_id,
-                                                                          reason=args.reason or ""), idempotent=False)
+    answer = ctl.call(
+        CancelTask,
+        CANCEL_TASK_SERVICE,
+        CancelTask.Request(task_id=args.task_id, reason=args.reason or ""),
+        idempotent=False,
+    )
     print("canceled" if answer.success else f"not canceled: {answer.message}")
     return 0 if answer.success else 1
 
@@ -156,8 +173,13 @@ def urgency(ctl: Ctl, args, config) -> int:
     from llm_planner_interfaces.srv import SetUrgency
 
     tuf = args.tuf or (0.0, 0.0, 0.0)
-    answer = ctl.call(SetUrgency, SET_URGENCY_SERVICE, SetUrgency.Request(
-        task_id=args.task_id, urgency=_urgency_index(args.level, config), beta=tuf[0], ert_s=tuf[1], cutoff_s=tuf[2]))
+    answer = ctl.call(
+        SetUrgency,
+        SET_URGENCY_SERVICE,
+        SetUrgency.Request(
+            task_id=args.task_id, urgency=_urgency_index(args.level, config), beta=tuf[0], ert_s=tuf[1], cutoff_s=tuf[2]
+        ),
+    )
     print(answer.message if answer.success else f"not changed: {answer.message}")
     return 0 if answer.success else 1
 
@@ -166,12 +188,16 @@ def list_tasks(ctl: Ctl, args, config) -> int:
     from llm_planner_interfaces.srv import ListTasks
 
     answer = ctl.call(ListTasks, LIST_TASKS_SERVICE, ListTasks.Request())
-    print(f"{'place':>5}  {'task':<16} {'robot':<10} {'state':<10} {'urgency':<8} {'priority':>10} "
-          f"{'utility':>8} {'sent':>4}  awaiting approval")
+    print(
+        f"{'place':>5}  {'task':<16} {'robot':<10} {'state':<10} {'urgency':<8} {'priority':>10} "
+        f"{'utility':>8} {'sent':>4}  awaiting approval"
+    )
     for t in answer.tasks:
         place = str(t.queue_place) if t.queue_place else "-"
-        print(f"{place:>5}  {t.task_id:<16} {t.robot_id:<10} {_state(t.state):<10} {t.urgency:<8} "
-              f"{t.priority:>10.3f} {t.utility:>8.3f} {t.segments_sent:>4}  {t.awaiting_approval}".rstrip())
+        print(
+            f"{place:>5}  {t.task_id:<16} {t.robot_id:<10} {_state(t.state):<10} {t.urgency:<8} "
+            f"{t.priority:>10.3f} {t.utility:>8.3f} {t.segments_sent:>4}  {t.awaiting_approval}".rstrip()
+        )
     return 0
 
 
@@ -179,8 +205,12 @@ def approve(ctl: Ctl, args, config) -> int:
     from llm_planner_interfaces.srv import Approve
 
     approved = args.command == "approve"
-    answer = ctl.call(Approve, APPROVE_SERVICE, Approve.Request(task_id=args.task_id, approve=approved,
-                                                                reason=args.reason or ""), idempotent=False)
+    answer = ctl.call(
+        Approve,
+        APPROVE_SERVICE,
+        Approve.Request(task_id=args.task_id, approve=approved, reason=args.reason or ""),
+        idempotent=False,
+    )
     print(("approved" if approved else "denied") if answer.success else f"no answer taken: {answer.message}")
     return 0 if answer.success else 1
 
@@ -200,8 +230,9 @@ def lifecycle(ctl: Ctl, args, config) -> int:
         if not client.wait_for_service(timeout_sec=ctl.timeout_s):
             raise NoPlanner(f"no service {node}/change_state (is the planner node running?)")
         ctl.settle()
-        answer = ctl.wait(client.call_async(ChangeState.Request(transition=Transition(label=args.transition))),
-                          TRANSITION_S)
+        answer = ctl.wait(
+            client.call_async(ChangeState.Request(transition=Transition(label=args.transition))), TRANSITION_S
+        )
         if not answer.success:
             print(f"{args.transition} refused or failed (the node's log says why)")
     state = ctl.call(GetState, f"{node}/get_state", GetState.Request()).current_state
@@ -209,15 +240,23 @@ def lifecycle(ctl: Ctl, args, config) -> int:
     return 0 if args.transition == "get" or answer.success else 1
 
 
-COMMANDS = {"submit": submit, "cancel": cancel, "urgency": urgency, "list": list_tasks, "approve": approve,
-            "deny": approve, "lifecycle": lifecycle}
+COMMANDS = {
+    "submit": submit,
+    "cancel": cancel,
+    "urgency": urgency,
+    "list": list_tasks,
+    "approve": approve,
+    "deny": approve,
+    "lifecycle": lifecycle,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="llm-planner-ctl", description=__doc__.splitlines()[0])
     parser.add_argument("--config", help="planner config, for the urgency levels' names (default config/planner.yaml)")
-    parser.add_argument("--timeout", type=float, default=WAIT_FOR_PLANNER_S,
-                        help="seconds to wait for the planner to answer")
+    parser.add_argument(
+        "--timeout", type=float, default=WAIT_FOR_PLANNER_S, help="seconds to wait for the planner to answer"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     tuf = dict(type=float, nargs=3, metavar=("BETA", "ERT_S", "CUTOFF_S"), help="a TUF of its own")
     p = sub.add_parser("submit", help="plan a task (PlanTask action): prints its statuses; Ctrl-C cancels it")
@@ -235,8 +274,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("level", help="level name or index")
     p.add_argument("--tuf", **tuf)
     sub.add_parser("list", help="the tasks the planner works on, in ready-queue order")
-    for name, what in (("approve", "let a task's call that waits for approval go to its robot"),
-                       ("deny", "refuse it: the task fails with the reason")):
+    for name, what in (
+        ("approve", "let a task's call that waits for approval go to its robot"),
+        ("deny", "refuse it: the task fails with the reason"),
+    ):
         p = sub.add_parser(name, help=what)
         p.add_argument("task_id")
         p.add_argument("--reason")

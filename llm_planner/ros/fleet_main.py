@@ -36,8 +36,13 @@ class NodeSpec:
         return [self.executable, *self.arguments, *(["--ros-args", "-r", f"__node:={self.name}"] if self.name else [])]
 
 
-def node_specs(planner_config: str | None, fleet_file: str | None, policy: str | None = None,
-               robots_per_process: int = 1, params_file: str | None = None) -> list[NodeSpec]:
+def node_specs(
+    planner_config: str | None,
+    fleet_file: str | None,
+    policy: str | None = None,
+    robots_per_process: int = 1,
+    params_file: str | None = None,
+) -> list[NodeSpec]:
     """The processes of a fleet launch: robot servers (one per process by default), then the
     planner, given the planner node's ROS 2 params file and a policy that overrides it. With
     ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, Fast DDS finds at most 32 processes on one host
@@ -50,7 +55,7 @@ def node_specs(planner_config: str | None, fleet_file: str | None, policy: str |
     common = (["--config", planner_config] if planner_config else []) + (["--fleet", fleet_file] if fleet_file else [])
     specs = []
     for start in range(0, len(fleet.robots), robots_per_process):
-        group = fleet.robots[start:start + robots_per_process]
+        group = fleet.robots[start : start + robots_per_process]
         name = robot_server_node(group[0].id) if len(group) == 1 else None
         specs.append(NodeSpec("llm-planner-robot", name, common + [a for r in group for a in ("--robot", r.id)]))
     # Later ROS arguments win: the policy argument over the params file.
@@ -76,8 +81,14 @@ def make_robot_servers(config: PlannerConfig, fleet: FleetConfig, only: list[str
 class Fleet:
     """Planner + robot servers, each spinning in its own executor on a background thread."""
 
-    def __init__(self, config: PlannerConfig, fleet: FleetConfig, traces: list[str] | None = None,
-                 with_planner: bool = True, engine=None) -> None:
+    def __init__(
+        self,
+        config: PlannerConfig,
+        fleet: FleetConfig,
+        traces: list[str] | None = None,
+        with_planner: bool = True,
+        engine=None,
+    ) -> None:
         import rclpy
 
         from llm_planner.ros.planner_node import PlannerNode
@@ -165,8 +176,11 @@ def _spin_until_signal(nodes) -> None:
 
 
 def _parser(description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=description, epilog="ROS 2 arguments follow --ros-args (as `ros2 launch` "
-                                "and `ros2 run` pass them), e.g. --ros-args --params-file config/planner_params.yaml")
+    p = argparse.ArgumentParser(
+        description=description,
+        epilog="ROS 2 arguments follow --ros-args (as `ros2 launch` "
+        "and `ros2 run` pass them), e.g. --ros-args --params-file config/planner_params.yaml",
+    )
     p.add_argument("--config", help="planner config (default config/planner.yaml)")
     p.add_argument("--fleet", help="fleet file (default config/fleet.yaml)")
     return p
@@ -188,12 +202,20 @@ def main(argv: list[str] | None = None) -> int:
     p = _parser("Start the planner node and all robot servers of a fleet in one process.")
     p.add_argument("--policy", help="override the config's policy")
     p.add_argument("--engine", choices=["sim", "vllm"], help="override the config's engine")
-    p.add_argument("--traces", action="append", help="trace sets with recorded plans for the sim engine "
-                                                     "(default: timely_tasks; repeatable)")
-    p.add_argument("--exec-samples", help="on exit, write every measured call time to this CSV "
-                                          "(input of `llm-planner fit`)")
-    p.add_argument("--live-view", type=int, metavar="PORT",
-                   help="serve the live view to Foxglove on 127.0.0.1:PORT (0: any free port)")
+    p.add_argument(
+        "--traces",
+        action="append",
+        help="trace sets with recorded plans for the sim engine (default: timely_tasks; repeatable)",
+    )
+    p.add_argument(
+        "--exec-samples", help="on exit, write every measured call time to this CSV (input of `llm-planner fit`)"
+    )
+    p.add_argument(
+        "--live-view",
+        type=int,
+        metavar="PORT",
+        help="serve the live view to Foxglove on 127.0.0.1:PORT (0: any free port)",
+    )
     args, argv = _parse(p, argv)
     if args.live_view is not None:  # as a parameter, over a params file's
         argv += ["--ros-args", "-p", f"live_view.port:={args.live_view}"]
@@ -210,13 +232,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     planner_node = nodes[0]
     threading.Thread(target=planner_node.wait_for_robots, daemon=True).start()
-    print(f"fleet up: planner + {len(fleet.robots)} robots ({', '.join(r.id for r in fleet.robots)}); "
-          f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}. Ctrl-C to stop.", flush=True)
+    print(
+        f"fleet up: planner + {len(fleet.robots)} robots ({', '.join(r.id for r in fleet.robots)}); "
+        f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}. Ctrl-C to stop.",
+        flush=True,
+    )
     if planner_node.view is not None and planner_node.view.url:
-        print(f"live view: open {planner_node.view.url} in Foxglove (Open connection, Foxglove WebSocket; "
-              "layout config/foxglove/llm_planner.json)", flush=True)
+        print(
+            f"live view: open {planner_node.view.url} in Foxglove (Open connection, Foxglove WebSocket; "
+            "layout config/foxglove/llm_planner.json)",
+            flush=True,
+        )
     samples = planner_node.planner.exec_samples
     _spin_until_signal(nodes)
+    if planner_node.failure is not None:
+        return 1
     if args.exec_samples:
         from llm_planner.catalog.exec_model import write_samples_csv
 
@@ -239,7 +269,7 @@ def planner_main(argv: list[str] | None = None) -> int:
         print(f"llm-planner-node: {exc}", file=sys.stderr)
         return 2
     _spin_until_signal([node])
-    return 0
+    return 0 if node.failure is None else 1
 
 
 def robot_main(argv: list[str] | None = None) -> int:

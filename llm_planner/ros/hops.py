@@ -19,6 +19,7 @@ from pathlib import Path
 
 ENV = "LLM_PLANNER_HOPS_DIR"
 
+
 class HopLog:
     def __init__(self, path: Path | None) -> None:
         self.path = path

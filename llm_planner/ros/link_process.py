@@ -113,8 +113,16 @@ class LinkProcessPort(LiveRobotPort):
         """Nothing to spin in the planner's process: the links are the child's."""
         return []
 
-    def __init__(self, fleet: FleetConfig, listener: RobotListener, driver_post, clock: WallClock,
-                 timeout_s: float, hops: HopLog | None = None, node_name: str = "llm_planner") -> None:
+    def __init__(
+        self,
+        fleet: FleetConfig,
+        listener: RobotListener,
+        driver_post,
+        clock: WallClock,
+        timeout_s: float,
+        hops: HopLog | None = None,
+        node_name: str = "llm_planner",
+    ) -> None:
         super().__init__(fleet, listener, driver_post, clock, timeout_s, hops)
         mine, theirs = socket.socketpair()
         self._channel = Channel(mine)
@@ -125,11 +133,21 @@ class LinkProcessPort(LiveRobotPort):
         self._lock = threading.Lock()
         self._ended: str | None = None  # why the links' process is gone, once it is
         self._closing = False
-        self._process = subprocess.Popen([sys.executable, "-m", __name__, str(theirs.fileno())],
-                                         pass_fds=(theirs.fileno(),))
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", __name__, str(theirs.fileno())], pass_fds=(theirs.fileno(),)
+        )
         theirs.close()
-        self._channel.send(("setup", {"fleet": fleet.model_dump(), "timeout_s": timeout_s, "origin": clock.origin,
-                                      "hops_name": f"{node_name}_links"}))
+        self._channel.send(
+            (
+                "setup",
+                {
+                    "fleet": fleet.model_dump(),
+                    "timeout_s": timeout_s,
+                    "origin": clock.origin,
+                    "hops_name": f"{node_name}_links",
+                },
+            )
+        )
         if not self._channel.poll(START_S) or self._channel.recv() != ("ready",):
             self._process.kill()
             raise RuntimeError(f"the robot links' process did not start within {START_S:g} s")
@@ -219,8 +237,7 @@ class _ChildPort(RosRobotPort):
 
     send_in_caller = True
 
-    def __init__(self, fleet: FleetConfig, channel: Channel, clock: WallClock, timeout_s: float,
-                 hops: HopLog) -> None:
+    def __init__(self, fleet: FleetConfig, channel: Channel, clock: WallClock, timeout_s: float, hops: HopLog) -> None:
         self._channel = channel
         super().__init__(fleet, None, None, clock, timeout_s, hops)  # reports go over the pipe
 
@@ -230,13 +247,15 @@ class _ChildPort(RosRobotPort):
     def segment_started(self, task_id: str, index: int, t: float) -> None:
         self.report(("started", task_id, index, t))
 
-    def segment_finished(self, task_id: str, index: int, ok: bool, times: list[float], message: str,
-                         t: float) -> None:
+    def segment_finished(self, task_id: str, index: int, ok: bool, times: list[float], message: str, t: float) -> None:
         self.report(("finished", task_id, index, ok, times, message, t))
 
     def probe_and_report(self, robot_id: str, timeout_s: float) -> None:
-        threading.Thread(target=lambda: self.report(("probed", robot_id, self.probe(robot_id, timeout_s))),
-                         daemon=True, name=f"probe-{robot_id}").start()
+        threading.Thread(
+            target=lambda: self.report(("probed", robot_id, self.probe(robot_id, timeout_s))),
+            daemon=True,
+            name=f"probe-{robot_id}",
+        ).start()
 
 
 def serve(channel: Channel) -> None:
@@ -248,8 +267,9 @@ def serve(channel: Channel) -> None:
     setup = channel.recv()[1]
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     hops = HopLog.from_env(setup["hops_name"])
-    port = _ChildPort(FleetConfig.model_validate(setup["fleet"]), channel, WallClock(origin=setup["origin"]),
-                      setup["timeout_s"], hops)
+    port = _ChildPort(
+        FleetConfig.model_validate(setup["fleet"]), channel, WallClock(origin=setup["origin"]), setup["timeout_s"], hops
+    )
     spinning = Spinning(port.link_nodes)
     channel.send(("ready",))
     next_check = time.monotonic() + TIMEOUT_CHECK_S

@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from llm_planner.engine import Engine
 from llm_planner.lrtrace.formats import TraceSet, Workload, save
@@ -53,11 +53,23 @@ def _until_quiet(recorder, quiet_s: float = 0.2, limit_s: float = 2.0) -> None:
         time.sleep(quiet_s)
 
 
-def replay_live(config: PlannerConfig, name: str, workload: Workload, traces: TraceSet, record_path: Path, *,
-                start_fleet: bool, seed: int, speed: float, grace_s: float, idle_check: bool,
-                fail_rates: dict[str, float] | None = None,
-                engine: Engine | None = None, say: Callable[[str], None] = print,
-                tick: Callable[[int, int], None] | None = None) -> LiveRun:
+def replay_live(
+    config: PlannerConfig,
+    name: str,
+    workload: Workload,
+    traces: TraceSet,
+    record_path: Path,
+    *,
+    start_fleet: bool,
+    seed: int,
+    speed: float,
+    grace_s: float,
+    idle_check: bool,
+    fail_rates: dict[str, float] | None = None,
+    engine: Engine | None = None,
+    say: Callable[[str], None] = print,
+    tick: Callable[[int, int], None] | None = None,
+) -> LiveRun:
     """One live replay under `config.policy`, recorded to `record_path`. With `start_fleet`,
     the planner and simulated robots for the workload's agents run in this process, failing
     calls at `fail_rates` (catalog/faults.py)."""
@@ -76,15 +88,18 @@ def replay_live(config: PlannerConfig, name: str, workload: Workload, traces: Tr
                 traces_file = Path("out") / f"{name}-traces.yaml"
                 traces_file.parent.mkdir(parents=True, exist_ok=True)
                 save(traces, traces_file)
-                fleet_config = fleet_for_agents(agent_types(workload, traces), seed=seed,
-                                                **({"fail_rate": fail_rates} if fail_rates else {}))
+                fleet_config = fleet_for_agents(
+                    agent_types(workload, traces), seed=seed, **({"fail_rate": fail_rates} if fail_rates else {})
+                )
                 fleet = Fleet(config, fleet_config, traces=[str(traces_file)], engine=engine).start()
                 if fleet.unreachable:
                     raise RuntimeError(f"robots did not come up: {fleet.unreachable}")
                 view = fleet.planner_node.view
                 if view is not None and view.url:
-                    say(f"{config.policy}: live view at {view.url} (Foxglove: Open connection, Foxglove WebSocket; "
-                        "layout config/foxglove/llm_planner.json)")
+                    say(
+                        f"{config.policy}: live view at {view.url} (Foxglove: Open connection, Foxglove WebSocket; "
+                        "layout config/foxglove/llm_planner.json)"
+                    )
             client = TaskClient("lrtrace_replay")
             spinning = spin_node(client)
             if not client.wait_for_planner(PLANNER_WAIT_S):

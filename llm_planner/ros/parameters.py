@@ -24,10 +24,20 @@ from llm_planner.settings.parameters import (
     parameter_specs,
 )
 
-_TYPES = {bool: Parameter.Type.BOOL, int: Parameter.Type.INTEGER, float: Parameter.Type.DOUBLE,
-          str: Parameter.Type.STRING, list: Parameter.Type.STRING_ARRAY}
-_TYPE_WORDS = {bool: "a boolean", int: "an integer", float: "a floating-point number (write 2.0, not 2)",
-               str: "a string", list: "a list of strings"}
+_TYPES = {
+    bool: Parameter.Type.BOOL,
+    int: Parameter.Type.INTEGER,
+    float: Parameter.Type.DOUBLE,
+    str: Parameter.Type.STRING,
+    list: Parameter.Type.STRING_ARRAY,
+}
+_TYPE_WORDS = {
+    bool: "a boolean",
+    int: "an integer",
+    float: "a floating-point number (write 2.0, not 2)",
+    str: "a string",
+    list: "a list of strings",
+}
 _INT64_MAX = 2**63 - 1
 
 
@@ -38,11 +48,16 @@ def declare_planner_parameters(node: Node, config: PlannerConfig) -> PlannerConf
     values = {spec.name: _declare(node, spec) for spec in parameter_specs(config)}
     for level in values[LEVELS]:
         values.update({spec.name: _declare(node, spec) for spec in level_specs(config, level)})
-    unknown = sorted(name for name in parameter_overrides(node) if not node.has_parameter(name)
-                     and not name.startswith("qos_overrides."))
+    unknown = sorted(
+        name
+        for name in parameter_overrides(node)
+        if not node.has_parameter(name) and not name.startswith("qos_overrides.")
+    )
     if unknown:
-        raise ConfigError(f"invalid planner parameters:\n  unknown parameter(s) {', '.join(unknown)} "
-                          f"(`ros2 param list {node.get_fully_qualified_name()}` lists them)")
+        raise ConfigError(
+            f"invalid planner parameters:\n  unknown parameter(s) {', '.join(unknown)} "
+            f"(`ros2 param list {node.get_fully_qualified_name()}` lists them)"
+        )
     return config_from_parameters(values, config)
 
 
@@ -51,30 +66,43 @@ def _declare(node: Node, spec: ParameterSpec):
     descriptor = ParameterDescriptor(description=spec.description, read_only=True, type=kind.value)
     if spec.minimum is not None or spec.maximum is not None:
         if spec.type is int:
-            descriptor.integer_range = [IntegerRange(
-                from_value=int(spec.minimum if spec.minimum is not None else -_INT64_MAX),
-                to_value=int(spec.maximum if spec.maximum is not None else _INT64_MAX), step=0)]
+            descriptor.integer_range = [
+                IntegerRange(
+                    from_value=int(spec.minimum if spec.minimum is not None else -_INT64_MAX),
+                    to_value=int(spec.maximum if spec.maximum is not None else _INT64_MAX),
+                    step=0,
+                )
+            ]
         else:
-            descriptor.floating_point_range = [FloatingPointRange(
-                from_value=float(spec.minimum if spec.minimum is not None else -sys.float_info.max),
-                to_value=float(spec.maximum if spec.maximum is not None else sys.float_info.max), step=0.0)]
+            descriptor.floating_point_range = [
+                FloatingPointRange(
+                    from_value=float(spec.minimum if spec.minimum is not None else -sys.float_info.max),
+                    to_value=float(spec.maximum if spec.maximum is not None else sys.float_info.max),
+                    step=0.0,
+                )
+            ]
     try:
         parameter = node.declare_parameter(spec.name, spec.default if spec.default is not None else kind, descriptor)
     except InvalidParameterTypeException:
         given = parameter_overrides(node).get(spec.name)
         shown = f"{given.type_.name.lower()} {given.value!r}" if given is not None else "another type"
-        raise ConfigError(f"invalid planner parameters:\n  {spec.name}: must be {_TYPE_WORDS[spec.type]}, "
-                          f"got {shown}") from None
+        raise ConfigError(
+            f"invalid planner parameters:\n  {spec.name}: must be {_TYPE_WORDS[spec.type]}, got {shown}"
+        ) from None
     except InvalidParameterValueException:
         given = parameter_overrides(node).get(spec.name)
-        raise ConfigError(f"invalid planner parameters:\n  {spec.name}: must be {_range_words(spec)}, got "
-                          f"{given.value if given is not None else 'another value'}") from None
+        raise ConfigError(
+            f"invalid planner parameters:\n  {spec.name}: must be {_range_words(spec)}, got "
+            f"{given.value if given is not None else 'another value'}"
+        ) from None
     if parameter.type_ == Parameter.Type.NOT_SET:
         raise ConfigError(f"invalid planner parameters:\n  {spec.name}: required (no default for it)")
     return parameter.value
 
 
 def _range_words(spec: ParameterSpec) -> str:
-    bounds = [f"at least {spec.minimum}" if spec.minimum is not None else "",
-              f"at most {spec.maximum}" if spec.maximum is not None else ""]
+    bounds = [
+        f"at least {spec.minimum}" if spec.minimum is not None else "",
+        f"at most {spec.maximum}" if spec.maximum is not None else "",
+    ]
     return " and ".join(b for b in bounds if b)

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import itertools
 import time
-from typing import Callable
+from collections.abc import Callable
 
-from llm_planner_interfaces.msg import Task, TaskStatus, ViewMessage
+import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from rclpy.node import Node
@@ -49,10 +49,12 @@ from llm_planner.settings.config import PlannerConfig
 from llm_planner.settings.fleet import FleetConfig
 from llm_planner.settings.model_file import ConfigError
 from llm_planner.view.live_view import SNAPSHOT_PERIOD_S, LiveView
+from llm_planner_interfaces.msg import Task, TaskStatus, ViewMessage
 
 
-def robot_port_factory(config: PlannerConfig, fleet: FleetConfig, post, clock: WallClock, hops: HopLog,
-                       node_name: str) -> Callable[[RobotListener], LiveRobotPort]:
+def robot_port_factory(
+    config: PlannerConfig, fleet: FleetConfig, post, clock: WallClock, hops: HopLog, node_name: str
+) -> Callable[[RobotListener], LiveRobotPort]:
     """Builds the planner's robot port: links in this process or in one of their own."""
     if config.robot_links == "process":
         return lambda listener: LinkProcessPort(fleet, listener, post, clock, fleet.robot_timeout_s, hops, node_name)
@@ -70,8 +72,9 @@ class _Relay:
         if self.planner is not None:
             self.planner.segment_started(task_id, index, t)
 
-    def segment_finished(self, task_id: str, index: int, success: bool, call_times_s: list[float],
-                         message: str, t: float) -> None:
+    def segment_finished(
+        self, task_id: str, index: int, success: bool, call_times_s: list[float], message: str, t: float
+    ) -> None:
         if self.planner is not None:
             self.planner.segment_finished(task_id, index, success, call_times_s, message, t)
 
@@ -80,8 +83,14 @@ class _Relay:
 
 
 class PlannerNode(LifecycleNode):
-    def __init__(self, config: PlannerConfig, fleet: FleetConfig, traces: list[str] | None = None,
-                 node_name: str = "llm_planner", engine: Engine | None = None) -> None:
+    def __init__(
+        self,
+        config: PlannerConfig,
+        fleet: FleetConfig,
+        traces: list[str] | None = None,
+        node_name: str = "llm_planner",
+        engine: Engine | None = None,
+    ) -> None:
         """`config` gives the defaults of the node's ROS 2 parameters (ros/parameters.py); the
         planner runs on what they hold after the command line's and params files' overrides.
         `engine`: an already started real engine to reuse (reset at configure); default: the
@@ -107,18 +116,22 @@ class PlannerNode(LifecycleNode):
         self.driver: LiveDriver | None = None
         self.view: LiveView | None = None
         self.active = False
+        self.failure: BaseException | None = None  # the planner's bug that stopped the node
         self._status_pub = self.create_publisher(TaskStatus, STATUS_TOPIC, TOPIC)
         self.hops = HopLog.from_env(node_name)
         self._relay = _Relay()
-        self.port: LiveRobotPort = robot_port_factory(config, fleet, self._post, self.clock, self.hops,
-                                                      node_name)(self._relay)
+        self.port: LiveRobotPort = robot_port_factory(config, fleet, self._post, self.clock, self.hops, node_name)(
+            self._relay
+        )
         if isinstance(self.port, RosRobotPort):  # the links' process checks its own links' timeouts
             self._timeouts = self.create_timer(TIMEOUT_CHECK_S, self.port.check_timeouts)
-        self.control = TaskControl(self, config, self._robot_types, lambda: self.driver, self.clock, self.plans,
-                                   self._refuse)
+        self.control = TaskControl(
+            self, config, self._robot_types, lambda: self.driver, self.clock, self.plans, self._refuse
+        )
         self._ids = itertools.count(1)
-        self._sub = self.create_subscription(Task, TASKS_TOPIC, self._on_task, TOPIC,
-                                             callback_group=ReentrantCallbackGroup())
+        self._sub = self.create_subscription(
+            Task, TASKS_TOPIC, self._on_task, TOPIC, callback_group=ReentrantCallbackGroup()
+        )
         if config.lifecycle.autostart:
             for name, trigger in (("configure", self.trigger_configure), ("activate", self.trigger_activate)):
                 if trigger() != TransitionCallbackReturn.SUCCESS:
@@ -132,38 +145,57 @@ class PlannerNode(LifecycleNode):
         try:
             if config.replicas > 1:
                 if self._given_engine is not None:
-                    raise ValueError(f"replicas: {config.replicas}: the replicas are Ray actors that the node "
-                                     "starts; it cannot share an engine started elsewhere")
+                    raise ValueError(
+                        f"replicas: {config.replicas}: the replicas are Ray actors that the node "
+                        "starts; it cannot share an engine started elsewhere"
+                    )
                 self._engine = ReplicaPool(config)
-                engine = ReplicaSet(self._engine.engines(config.replicas, self.clock), virtual=False,
-                                    step_timeout_s=config.engine_step_timeout_s)
+                engine = ReplicaSet(
+                    self._engine.engines(config.replicas, self.clock),
+                    virtual=False,
+                    step_timeout_s=config.engine_step_timeout_s,
+                )
             else:
                 self._engine = engine = make_watched_engine(config, self.clock, self._given_engine)
             self.view = self._live_view(config.live_view) if config.live_view.enabled else None
-            self.planner = Planner(config, get_policy(config.policy), engine, self.clock, lambda listener: self.port,
-                                   self._publish, keep_finished=config.finished_tasks_kept,
-                                   decisions=self.view.new_trace() if self.view is not None else None,
-                                   safety=self.safety)
+            self.planner = Planner(
+                config,
+                get_policy(config.policy),
+                engine,
+                self.clock,
+                lambda listener: self.port,
+                self._publish,
+                keep_finished=config.finished_tasks_kept,
+                decisions=self.view.new_trace() if self.view is not None else None,
+                safety=self.safety,
+            )
             self._relay.planner = self.planner
             if self.view is not None:
                 self.view.watch(self.planner, [r.id for r in self.fleet.robots])
                 self._view_timer = self.create_timer(SNAPSHOT_PERIOD_S, self._tick_view)
             self.planner.warm_up()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 -- a failed configure is reported as FAILURE, as rclpy expects
             self.get_logger().error(f"configure failed: {type(exc).__name__}: {exc}")
             self._free_engine()
             return TransitionCallbackReturn.FAILURE
-        self.driver = LiveDriver(self.planner)
+        self.driver = LiveDriver(self.planner, on_failure=self._planner_failed)
         self.driver.start()
-        engine_name = (config.engine_profile if config.engine == "sim"
-                       else f"{config.vllm.model}, profile {self.planner.engine.profile_choice.describe()}")
+        engine_name = (
+            config.engine_profile
+            if config.engine == "sim"
+            else f"{config.vllm.model}, profile {self.planner.engine.profile_choice.describe()}"
+        )
         if config.replicas > 1:
             engine_name += f", {config.replicas} replicas on Ray, placement {config.placement}"
-        self.get_logger().info(f"policy {config.policy}, engine {config.engine} ({engine_name}), "
-                               f"{len(self.fleet.robots)} robots, {len(self.plans)} recorded plans")
+        self.get_logger().info(
+            f"policy {config.policy}, engine {config.engine} ({engine_name}), "
+            f"{len(self.fleet.robots)} robots, {len(self.plans)} recorded plans"
+        )
         if self.view is not None and self.view.url:
-            self.get_logger().info(f"live view: open {self.view.url} in Foxglove (Open connection, Foxglove "
-                                   "WebSocket; layout config/foxglove/llm_planner.json)")
+            self.get_logger().info(
+                f"live view: open {self.view.url} in Foxglove (Open connection, Foxglove "
+                "WebSocket; layout config/foxglove/llm_planner.json)"
+            )
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
@@ -184,6 +216,25 @@ class PlannerNode(LifecycleNode):
         self.active = False
         self._unconfigure("planner shutting down")
         return TransitionCallbackReturn.SUCCESS
+
+    def _planner_failed(self, exc: BaseException) -> None:
+        """A bug stopped the planner's thread (it is logged there, with its traceback). Every
+        task in flight ends FAILED with the reason, and the node's context shuts down, so the
+        process ends (a launch file may respawn it) instead of serving with no planner."""
+        self.failure = exc
+        self.active = False
+        reason = f"the planner failed ({type(exc).__name__}: {exc}); the planner node stops"
+        planner = self.planner
+        if planner is not None:
+            for record in list(planner.records.values()):
+                if not record.state.terminal:
+                    request = record.request
+                    self._publish(
+                        StatusUpdate(
+                            request.task_id, request.robot_id, TaskState.FAILED, self.clock.now(), message=reason
+                        )
+                    )
+        rclpy.try_shutdown(context=self.context)
 
     def _end_all(self, reason: str) -> None:
         """Every task in flight ends CANCELED with `reason` (in the planner's thread)."""
@@ -218,6 +269,7 @@ class PlannerNode(LifecycleNode):
 
             def sink(channel: str, data: str) -> None:
                 publisher.publish(ViewMessage(channel=channel, data=data))
+
         return LiveView(settings.port if settings.port >= 0 else None, sink=sink, time_ns=time.time_ns)
 
     def _tick_view(self) -> None:
@@ -269,9 +321,14 @@ class PlannerNode(LifecycleNode):
         if not self.active:
             self._refuse(task_id, msg.robot_id, NOT_ACTIVE)
             return
-        outcome = build_request(task_fields(msg, task_id), config=self.config, robot_types=self._robot_types,
-                                arrival_s=arrival, recorded_plan=self.plans.plan_for(msg.instruction),
-                                label=self.plans.label_for(msg.instruction))
+        outcome = build_request(
+            task_fields(msg, task_id),
+            config=self.config,
+            robot_types=self._robot_types,
+            arrival_s=arrival,
+            recorded_plan=self.plans.plan_for(msg.instruction),
+            label=self.plans.label_for(msg.instruction),
+        )
         if isinstance(outcome, Rejection):
             self._refuse(outcome.task_id, outcome.robot_id, outcome.reason)
             return

@@ -8,13 +8,25 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_
 
 DEEP = 1000
 
-SERVICE = QoSProfile(depth=DEEP, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=qos_profile_services_default.durability)
+SERVICE = QoSProfile(
+    depth=DEEP,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=qos_profile_services_default.durability,
+)
 FEEDBACK = QoSProfile(depth=DEEP, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 # Tasks and statuses: deep enough for a burst of hundreds of tasks and their status changes.
 TOPIC = QoSProfile(depth=5000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 
-ACTION_CLIENT = dict(goal_service_qos_profile=SERVICE, result_service_qos_profile=SERVICE,
-                     cancel_service_qos_profile=SERVICE, feedback_sub_qos_profile=FEEDBACK)
-ACTION_SERVER = dict(goal_service_qos_profile=SERVICE, result_service_qos_profile=SERVICE,
-                     cancel_service_qos_profile=SERVICE, feedback_pub_qos_profile=FEEDBACK)
+ACTION_CLIENT = dict(
+    goal_service_qos_profile=SERVICE,
+    result_service_qos_profile=SERVICE,
+    cancel_service_qos_profile=SERVICE,
+    feedback_sub_qos_profile=FEEDBACK,
+)
+ACTION_SERVER = dict(
+    goal_service_qos_profile=SERVICE,
+    result_service_qos_profile=SERVICE,
+    cancel_service_qos_profile=SERVICE,
+    feedback_pub_qos_profile=FEEDBACK,
+)

@@ -26,8 +26,10 @@ from llm_planner.settings.versions import RCLPY_TESTED, installed_rclpy_version,
 
 log = logging.getLogger(__name__)
 
-RELIES_ON = ("private rclpy API (llm_planner/ros/rclpy_compat.py: the executor turn, goal sending, "
-             "action results, parameter overrides)")
+RELIES_ON = (
+    "private rclpy API (llm_planner/ros/rclpy_compat.py: the executor turn, goal sending, "
+    "action results, parameter overrides)"
+)
 
 
 def check_rclpy_version() -> str | None:
@@ -56,6 +58,7 @@ check_rclpy_version()  # at the first import: every node of the package starts t
 # clients and services.
 # Goes when: rclpy's own executor costs about as little per turn (an EventsExecutor that
 # takes guard conditions, or a leaner SingleThreadedExecutor); benchmarks/rclpy_costs.py tells.
+
 
 class NodeExecutor(Executor):
     """Spins one node: `spin_once` waits on its entities, then runs everything that is ready,
@@ -96,19 +99,32 @@ class NodeExecutor(Executor):
         in_use: list = []  # entities destroyed by another thread meanwhile are freed when the turn ends
         try:
             subscriptions, timers, clients, services, guards, waitables = (
-                self._hold(in_use, entities) for entities in (
-                    node.subscriptions, node.timers, node.clients, node.services,
-                    [*node.guards, self._guard, self._sigint_gc], node.waitables))
+                self._hold(in_use, entities)
+                for entities in (
+                    node.subscriptions,
+                    node.timers,
+                    node.clients,
+                    node.services,
+                    [*node.guards, self._guard, self._sigint_gc],
+                    node.waitables,
+                )
+            )
             self._wait(subscriptions, timers, clients, services, guards, waitables, timeout_sec)
             if self._is_shutdown:
                 return
             if not self._context.ok():
                 raise ExternalShutdownException()
             ready_waitables = [w for w in waitables if w.is_ready(self._wait_set)]  # before the set is refilled
-            ready = {kind: set(self._wait_set.get_ready_entities(kind)) if entities else set()
-                     for kind, entities in (("timer", timers), ("subscription", subscriptions),
-                                            ("guard_condition", guards), ("client", clients),
-                                            ("service", services))}
+            ready = {
+                kind: set(self._wait_set.get_ready_entities(kind)) if entities else set()
+                for kind, entities in (
+                    ("timer", timers),
+                    ("subscription", subscriptions),
+                    ("guard_condition", guards),
+                    ("client", clients),
+                    ("service", services),
+                )
+            }
             for waitable in ready_waitables:
                 data = waitable.take_data()
                 for future in waitable._futures:  # their done callbacks become tasks, run after execute (as in rclpy)
@@ -156,8 +172,14 @@ class NodeExecutor(Executor):
         counts = NumberOfEntities(len(subscriptions), len(guards), len(timers), len(clients), len(services))
         for waitable in waitables:
             counts += waitable.get_num_entities()
-        shape = (counts.num_subscriptions, counts.num_guard_conditions, counts.num_timers, counts.num_clients,
-                 counts.num_services, counts.num_events)
+        shape = (
+            counts.num_subscriptions,
+            counts.num_guard_conditions,
+            counts.num_timers,
+            counts.num_clients,
+            counts.num_services,
+            counts.num_events,
+        )
         if shape != self._shape:  # rcl wait sets have fixed room: a new entity needs a new set
             self._wait_set, self._shape = _rclpy.WaitSet(*shape, self._context.handle), shape
         wait_set = self._wait_set
@@ -226,6 +248,7 @@ class NodeExecutor(Executor):
 # Goes when: the rclpy in use carries the fix of ros2/rclpy#1532 (send_goal_async registering
 # one future, under the client's lock); then ActionClient.send_goal_async serves.
 
+
 def send_goal(client: ActionClient, goal, on_response, feedback_callback=None) -> None:
     """Send `goal` on `client` from any thread; `on_response(future)` runs in the client's
     executor thread once the robot accepts or rejects it. rclpy 9.1's `send_goal_async`
@@ -252,6 +275,7 @@ def send_goal(client: ActionClient, goal, on_response, feedback_callback=None) -
 # ---------------------------------------------------------------- results kept by the server
 # Goes when: rclpy's ActionServer can send a result from the thread that ends a goal and keep
 # results for a time apart from how long goals stay listed, and formats goal UUIDs cheaply.
+
 
 class _KeptResults:
     """Ended goals' results, answered for `kept_s` after the end (oldest first, so expired
@@ -348,13 +372,14 @@ class KeptResultsActionServer(ActionServer):
         try:
             with self._lock:
                 self._handle.send_result_response(request_header, response)
-        except Exception:  # the client has gone away (rclpy's own servers carry on too)
+        except Exception:  # noqa: BLE001 -- the client has gone away (rclpy's own servers carry on too)
             self._logger.warning("could not send a result response (the client may have gone away)")
 
 
 # ---------------------------------------------------------------- parameter overrides
 # Goes when: rclpy offers a public accessor for the values given on the command line and in
 # params files for a node.
+
 
 def parameter_overrides(node: Node) -> dict:
     """The command line's and params files' values for `node`: what `declare_parameter`

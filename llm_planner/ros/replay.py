@@ -11,9 +11,9 @@ import statistics
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from llm_planner.catalog.skills import load_skill_set
 from llm_planner.domain.names import STATUS_TOPIC, TASKS_TOPIC, VIEW_TOPIC
@@ -45,8 +45,10 @@ def _msg_text(name: str) -> str:
 def schemas() -> dict[str, tuple[str, str]]:
     """topic -> (ROS type name, ros2msg definition with dependencies, rosbag2's MCAP layout)."""
     status = _msg_text("TaskStatus") + f"\n{_SEPARATOR}\nMSG: builtin_interfaces/Time\n{_TIME_DEF}"
-    return {TASKS_TOPIC: ("llm_planner_interfaces/msg/Task", _msg_text("Task")),
-            STATUS_TOPIC: ("llm_planner_interfaces/msg/TaskStatus", status)}
+    return {
+        TASKS_TOPIC: ("llm_planner_interfaces/msg/Task", _msg_text("Task")),
+        STATUS_TOPIC: ("llm_planner_interfaces/msg/TaskStatus", status),
+    }
 
 
 class Recorder:
@@ -55,14 +57,14 @@ class Recorder:
     them live."""
 
     def __init__(self, node, path: str | Path) -> None:
-        from llm_planner_interfaces.msg import Task, TaskStatus, ViewMessage
         from mcap.writer import Writer
 
         from llm_planner.ros.qos import TOPIC
+        from llm_planner_interfaces.msg import Task, TaskStatus, ViewMessage
 
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "wb")
+        self._file = open(self.path, "wb")  # noqa: SIM115 -- open until close()
         self._writer = Writer(self._file)
         self._writer.start(profile="ros2", library="llm_planner lrtrace")
         self._lock = threading.Lock()
@@ -74,11 +76,11 @@ class Recorder:
         for topic, json_schema in SCHEMAS.items():
             schema = self._writer.register_schema(SCHEMA_NAMES[topic], "jsonschema", json.dumps(json_schema).encode())
             self._channels[topic] = self._writer.register_channel(topic, "json", schema)
-        self._subs = [node.create_subscription(Task, TASKS_TOPIC, lambda d: self._write(TASKS_TOPIC, d), TOPIC,
-                                               raw=True),
-                      node.create_subscription(TaskStatus, STATUS_TOPIC, lambda d: self._write(STATUS_TOPIC, d), TOPIC,
-                                               raw=True),
-                      node.create_subscription(ViewMessage, VIEW_TOPIC, self._write_view, TOPIC)]
+        self._subs = [
+            node.create_subscription(Task, TASKS_TOPIC, lambda d: self._write(TASKS_TOPIC, d), TOPIC, raw=True),
+            node.create_subscription(TaskStatus, STATUS_TOPIC, lambda d: self._write(STATUS_TOPIC, d), TOPIC, raw=True),
+            node.create_subscription(ViewMessage, VIEW_TOPIC, self._write_view, TOPIC),
+        ]
 
     def _write_view(self, msg) -> None:
         if msg.channel in SCHEMAS:
@@ -117,6 +119,7 @@ def read_recording(path: str | Path) -> tuple[list, list]:
 class RecordedTasks:
     """The tasks of a recording: when each was published (log time, s), to which robot, which
     were urgent, and the statuses recorded."""
+
     published: dict[str, float]
     robot: dict[str, str]
     urgent: set[str]
@@ -139,8 +142,12 @@ class RecordedTasks:
 def read_tasks(path: str | Path) -> RecordedTasks:
     """The tasks of a recording of `lrtrace replay`, with their statuses."""
     tasks, statuses = read_recording(path)
-    return RecordedTasks({msg.task_id: t for t, msg in tasks}, {msg.task_id: msg.robot_id for _, msg in tasks},
-                         {msg.task_id for _, msg in tasks if msg.urgency > 0}, statuses)
+    return RecordedTasks(
+        {msg.task_id: t for t, msg in tasks},
+        {msg.task_id: msg.robot_id for _, msg in tasks},
+        {msg.task_id for _, msg in tasks if msg.urgency > 0},
+        statuses,
+    )
 
 
 def first_sent_after_arrival(path: str | Path) -> dict[str, float]:
@@ -175,9 +182,14 @@ def records_from_recording(path: str | Path, config: PlannerConfig, traces: Trac
             continue
         trace = by_text.get(task.instruction.strip())
         robot_type = trace.robot_type if trace else next(iter(config.robot_types))
-        request = build_request(task_fields(task), config=config, robot_types={task.robot_id: robot_type},
-                                arrival_s=arrival.get(task.task_id, t), recorded_plan=trace.plan if trace else None,
-                                label=trace.name if trace else "")
+        request = build_request(
+            task_fields(task),
+            config=config,
+            robot_types={task.robot_id: robot_type},
+            arrival_s=arrival.get(task.task_id, t),
+            recorded_plan=trace.plan if trace else None,
+            label=trace.name if trace else "",
+        )
         if isinstance(request, Rejection):
             continue  # refused at the planner's intake: it ran nothing, and its status says why
         tuf = request.tuf
@@ -195,8 +207,9 @@ def records_from_recording(path: str | Path, config: PlannerConfig, traces: Trac
     return records + _follow_up_records(records, final, arrival, ended, config)
 
 
-def _follow_up_records(records: list[TaskRecord], final: dict, arrival: dict, ended: dict,
-                       config: PlannerConfig) -> list[TaskRecord]:
+def _follow_up_records(
+    records: list[TaskRecord], final: dict, arrival: dict, ended: dict, config: PlannerConfig
+) -> list[TaskRecord]:
     """The planner's error follow-ups, known from statuses alone (no task message carries
     them): each at the replan level, for its failed task's robot, linked through the failed
     task's final status."""
@@ -212,9 +225,17 @@ def _follow_up_records(records: list[TaskRecord], final: dict, arrival: dict, en
             continue
         parent.followed_by = named
         msg = final[named]
-        request = TaskRequest(named, msg.robot_id, parent.request.robot_type, "", level.name, level.tuf,
-                              arrival.get(named, ended[task_id]), label=parent.request.label,
-                              follow_up=next_follow_up(parent.request, ended[task_id]))
+        request = TaskRequest(
+            named,
+            msg.robot_id,
+            parent.request.robot_type,
+            "",
+            level.name,
+            level.tuf,
+            arrival.get(named, ended[task_id]),
+            label=parent.request.label,
+            follow_up=next_follow_up(parent.request, ended[task_id]),
+        )
         record = TaskRecord(request, state=TaskState(msg.state), message=msg.message)
         record.utility = 0.0 if math.isnan(msg.utility) else msg.utility
         record.response_time_s = msg.response_time_s
@@ -225,8 +246,6 @@ def _follow_up_records(records: list[TaskRecord], final: dict, arrival: dict, en
     return out
 
 
-
-
 def first_action_s(client, task_id: str) -> float | None:
     """Publish -> first segment sent to the robot (its EXECUTING status), as the client saw
     them: the same measure on an idle planner and under load."""
@@ -234,8 +253,15 @@ def first_action_s(client, task_id: str) -> float | None:
     return executing[0] - published if published is not None and executing else None
 
 
-def idle_first_actions(client, workload: Workload, traces: TraceSet, config: PlannerConfig,
-                       level: str = "urgent", timeout_s: float = 120.0, repeats: int = 3) -> dict[int, float]:
+def idle_first_actions(
+    client,
+    workload: Workload,
+    traces: TraceSet,
+    config: PlannerConfig,
+    level: str = "urgent",
+    timeout_s: float = 120.0,
+    repeats: int = 3,
+) -> dict[int, float]:
     """Each distinct `level` task of the workload alone on the idle planner, one after the
     other (each to its end): trace id -> first action seconds (see first_action_s), the median
     of `repeats` runs after one that is not counted. The floor is measured warm: the first run
@@ -257,8 +283,15 @@ def idle_first_actions(client, workload: Workload, traces: TraceSet, config: Pla
     return {trace_id: statistics.median(seconds) for trace_id, seconds in runs.items()}
 
 
-def replay(client, workload: Workload, traces: TraceSet, config: PlannerConfig, speed: float = 1.0,
-           progress: Callable[[int, int], None] | None = None, grace_s: float = 60.0) -> bool:
+def replay(
+    client,
+    workload: Workload,
+    traces: TraceSet,
+    config: PlannerConfig,
+    speed: float = 1.0,
+    progress: Callable[[int, int], None] | None = None,
+    grace_s: float = 60.0,
+) -> bool:
     """Publish each job at its arrival time (divided by `speed`) and wait until every task
     has a terminal status, or until no status has changed for `grace_s` after the last
     arrival (robots still executing long plans keep reporting). The planner's error follow-ups

@@ -11,7 +11,6 @@ import time
 from dataclasses import dataclass
 
 from action_msgs.msg import GoalStatus
-from llm_planner_interfaces.action import ExecuteSegment
 from rclpy.action import ActionClient
 from rclpy.node import Node
 from rclpy.time import Time
@@ -24,6 +23,7 @@ from llm_planner.ros.hops import HopLog
 from llm_planner.ros.qos import ACTION_CLIENT
 from llm_planner.ros.rclpy_compat import send_goal
 from llm_planner.settings.fleet import FleetConfig
+from llm_planner_interfaces.action import ExecuteSegment
 
 REASK_FIRST_S = 0.25  # after seeing a goal end without its result, before asking again
 # A robot heard from this recently counts as present without asking discovery: the question
@@ -67,8 +67,12 @@ class RobotLink(Node):
         # A helper of the planner node: no parameter services or rosout of its own (with fifty
         # robots those would add hundreds of endpoints for DDS discovery to match), and not
         # renamed by the command line's remaps, which are meant for the planner node.
-        super().__init__(f"llm_planner_link_{robot_id}", start_parameter_services=False, enable_rosout=False,
-                         use_global_arguments=False)
+        super().__init__(
+            f"llm_planner_link_{robot_id}",
+            start_parameter_services=False,
+            enable_rosout=False,
+            use_global_arguments=False,
+        )
         self.robot_id = robot_id
         self.port = port
         self.client = ActionClient(self, ExecuteSegment, execute_segment_action(robot_id), **ACTION_CLIENT)
@@ -104,18 +108,24 @@ class RobotLink(Node):
         entry = _Pending(task_id, segment.index, worst_s, self.port.clock.now())
         with self._lock:
             self._pending[(task_id, segment.index)] = entry
-        goal = ExecuteSegment.Goal(task_id=task_id, segment_index=segment.index, text=segment.text,
-                                   calls=segment.call_texts, last=segment.last)
+        goal = ExecuteSegment.Goal(
+            task_id=task_id, segment_index=segment.index, text=segment.text, calls=segment.call_texts, last=segment.last
+        )
 
         def send() -> None:
             if not self._server_present():
-                self._finish(entry, False, [], f"robot {self.robot_id}: no action server "
-                                               f"{execute_segment_action(self.robot_id)}")
+                self._finish(
+                    entry, False, [], f"robot {self.robot_id}: no action server {execute_segment_action(self.robot_id)}"
+                )
                 return
             entry.sent_s = self.port.clock.now()
             self.port.hops.mark(task_id, segment.index, "sent")
-            send_goal(self.client, goal, lambda f: self._on_goal_response(entry, f),
-                      feedback_callback=lambda fb: self._on_feedback(entry, fb))
+            send_goal(
+                self.client,
+                goal,
+                lambda f: self._on_goal_response(entry, f),
+                feedback_callback=lambda fb: self._on_feedback(entry, fb),
+            )
 
         if self.port.send_in_caller:
             send()
@@ -199,8 +209,10 @@ class RobotLink(Node):
         result = response.result
         ok = result.success and response.status == GoalStatus.STATUS_SUCCEEDED
         if response.status == GoalStatus.STATUS_UNKNOWN:  # the robot no longer knows the goal
-            message = (f"its result was lost and the robot no longer has it (a robot keeps a result "
-                       f"{self.port.result_kept_s:g} s after the segment ends: fleet result_kept_s)")
+            message = (
+                f"its result was lost and the robot no longer has it (a robot keeps a result "
+                f"{self.port.result_kept_s:g} s after the segment ends: fleet result_kept_s)"
+            )
         else:
             message = result.message or ("" if ok else f"goal ended with status {response.status}")
         times = list(result.call_times_s)
@@ -241,8 +253,9 @@ class RobotLink(Node):
                 # is holding the answers up (a result asked for twice is taken once).
                 if math.isnan(p.asked_again_s):
                     p.asked_again_s = now
-                elif now - p.asked_again_s >= (1.0 if p.asked_again
-                                               else min(REASK_FIRST_S, self.port.result_kept_s / 4)):
+                elif now - p.asked_again_s >= (
+                    1.0 if p.asked_again else min(REASK_FIRST_S, self.port.result_kept_s / 4)
+                ):
                     p.asked_again_s = now
                     p.asked_again += 1
                     self._request_result(p)
@@ -251,8 +264,10 @@ class RobotLink(Node):
                 reason = f"robot {self.robot_id} did not accept segment {p.index} within {timeout_s:.1f} s"
             elif not math.isnan(p.started_s) and now - p.started_s > p.worst_s + timeout_s:
                 status = p.handle.status if p.handle is not None else "not accepted yet"
-                reason = (f"robot {self.robot_id} gave no result for segment {p.index} within "
-                          f"{p.worst_s + timeout_s:.1f} s of starting it (goal status {status})")
+                reason = (
+                    f"robot {self.robot_id} gave no result for segment {p.index} within "
+                    f"{p.worst_s + timeout_s:.1f} s of starting it (goal status {status})"
+                )
             elif self._gone_since is not None and now - self._gone_since > timeout_s:
                 reason = f"robot {self.robot_id}'s action server disappeared"
             if reason:
@@ -266,8 +281,15 @@ class LiveRobotPort:
     come in on the planner thread, robot reports go back into it via the driver's `post`, to
     the `listener` (the planner) the port was built for."""
 
-    def __init__(self, fleet: FleetConfig, listener: RobotListener | None, driver_post, clock: WallClock,
-                 timeout_s: float, hops: HopLog | None = None) -> None:
+    def __init__(
+        self,
+        fleet: FleetConfig,
+        listener: RobotListener | None,
+        driver_post,
+        clock: WallClock,
+        timeout_s: float,
+        hops: HopLog | None = None,
+    ) -> None:
         self.listener = listener
         self.post = driver_post
         self.clock = clock
@@ -280,8 +302,7 @@ class LiveRobotPort:
     def segment_started(self, task_id: str, index: int, t: float) -> None:
         self.post(lambda: self.listener.segment_started(task_id, index, t))
 
-    def segment_finished(self, task_id: str, index: int, ok: bool, times: list[float], message: str,
-                         t: float) -> None:
+    def segment_finished(self, task_id: str, index: int, ok: bool, times: list[float], message: str, t: float) -> None:
         self.post(lambda: self.listener.segment_finished(task_id, index, ok, times, message, t))
 
     # called in the planner thread
@@ -289,8 +310,9 @@ class LiveRobotPort:
         self.hops.mark(task_id, segment.index, "decided")
         if robot_id not in self.robot_ids:
             # posted, not called: the planner is in the middle of handling this task
-            self.segment_finished(task_id, segment.index, False, [], f"robot {robot_id}: not in the fleet",
-                                  self.clock.now())
+            self.segment_finished(
+                task_id, segment.index, False, [], f"robot {robot_id}: not in the fleet", self.clock.now()
+            )
             return
         _, model = self.listener.robot_models(task_id)
         self.send(robot_id, task_id, segment, model.estimate_calls(segment.calls, "max"))
@@ -305,8 +327,15 @@ class RosRobotPort(LiveRobotPort):
 
     send_in_caller = False  # see RobotLink.dispatch
 
-    def __init__(self, fleet: FleetConfig, listener: RobotListener | None, driver_post, clock: WallClock,
-                 timeout_s: float, hops: HopLog | None = None) -> None:
+    def __init__(
+        self,
+        fleet: FleetConfig,
+        listener: RobotListener | None,
+        driver_post,
+        clock: WallClock,
+        timeout_s: float,
+        hops: HopLog | None = None,
+    ) -> None:
         super().__init__(fleet, listener, driver_post, clock, timeout_s, hops)
         self.links = {r.id: RobotLink(r.id, self) for r in fleet.robots}
 

@@ -31,7 +31,6 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from action_msgs.msg import GoalStatus
-from llm_planner_interfaces.action import ExecuteSegment
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.node import Node
 from rclpy.task import Future
@@ -45,6 +44,7 @@ from llm_planner.ros.hops import HopLog
 from llm_planner.ros.qos import ACTION_SERVER
 from llm_planner.ros.rclpy_compat import KeptResultsActionServer
 from llm_planner.settings.fleet import RESULT_KEPT_S, RobotConfig
+from llm_planner_interfaces.action import ExecuteSegment
 
 GOAL_LISTED_S = 0.1  # how long an ended goal stays in the action server's goal list (KeptResultsActionServer)
 
@@ -75,8 +75,14 @@ class _Ran:
 
 
 class RobotServer(Node):
-    def __init__(self, robot: RobotConfig, skill_set: SkillSet, backend: SkillBackend,
-                 task_hold_s: float = TASK_HOLD_S, result_kept_s: float = RESULT_KEPT_S) -> None:
+    def __init__(
+        self,
+        robot: RobotConfig,
+        skill_set: SkillSet,
+        backend: SkillBackend,
+        task_hold_s: float = TASK_HOLD_S,
+        result_kept_s: float = RESULT_KEPT_S,
+    ) -> None:
         # No parameter services (it has no parameters): with fifty robot processes their
         # endpoints would multiply the work of DDS discovery.
         super().__init__(robot_server_node(robot.id), start_parameter_services=False)
@@ -94,10 +100,18 @@ class RobotServer(Node):
         self._running: _Job | None = None
         self._held: _Ran | None = None  # robot thread: ended, reported when the plan's next segment starts
         self._server = KeptResultsActionServer(
-            self, ExecuteSegment, execute_segment_action(robot.id),
-            execute_callback=self._until_done, goal_callback=self._on_goal, cancel_callback=self._on_cancel,
-            handle_accepted_callback=self._on_accepted, result_kept_s=result_kept_s, goal_listed_s=GOAL_LISTED_S,
-            on_goal_taken=self._taken if self.hops.enabled else None, **ACTION_SERVER)
+            self,
+            ExecuteSegment,
+            execute_segment_action(robot.id),
+            execute_callback=self._until_done,
+            goal_callback=self._on_goal,
+            cancel_callback=self._on_cancel,
+            handle_accepted_callback=self._on_accepted,
+            result_kept_s=result_kept_s,
+            goal_listed_s=GOAL_LISTED_S,
+            on_goal_taken=self._taken if self.hops.enabled else None,
+            **ACTION_SERVER,
+        )
         self._reports: queue.SimpleQueue = queue.SimpleQueue()
         self._reporter = threading.Thread(target=self._report_loop, name=f"{robot.id}-reports", daemon=True)
         self._reporter.start()
@@ -192,8 +206,9 @@ class RobotServer(Node):
                 # a call that ran and failed (not a cancel): the planner's follow-up comes next
                 call_failed = not ran.result.success and not job.cancel.is_set() and bool(ran.result.call_times_s)
                 self._queue.finished(time.monotonic(), plan_ended, call_failed)
-                ready_next = next((j for j in self._queue.items()
-                                   if (j.task_id, j.index) == (job.task_id, job.index + 1)), None)
+                ready_next = next(
+                    (j for j in self._queue.items() if (j.task_id, j.index) == (job.task_id, job.index + 1)), None
+                )
             if ready_next is not None and ran.result.success and ran.starts:
                 self._held = ran  # its last call runs until the next segment's first call starts
             else:
@@ -234,8 +249,9 @@ class RobotServer(Node):
         starts: list[float] = []
 
         def failed(message: str) -> _Ran:
-            return _Ran(job, ExecuteSegment.Result(success=False, message=message, call_times_s=times), starts,
-                        time.monotonic())
+            return _Ran(
+                job, ExecuteSegment.Result(success=False, message=message, call_times_s=times), starts, time.monotonic()
+            )
 
         try:
             calls = self._calls(goal)
@@ -251,8 +267,9 @@ class RobotServer(Node):
                 self._begin(job, starts[0])
             # Feedback straight from here (cheap, and the start report the planner waits for);
             # the goal's state changes go through the reporter.
-            job.goal_handle.publish_feedback(ExecuteSegment.Feedback(call_index=i, call=call.text,
-                                                                     stamp=self.get_clock().now().to_msg()))
+            job.goal_handle.publish_feedback(
+                ExecuteSegment.Feedback(call_index=i, call=call.text, stamp=self.get_clock().now().to_msg())
+            )
             outcome = self.backend.execute(call, job.cancel, goal.task_id)
             times.append(outcome.seconds)
             if job.cancel.is_set():
@@ -276,7 +293,7 @@ class RobotServer(Node):
             fn, args = item
             try:
                 fn(*args)
-            except Exception:  # one failed report must not silence the robot's later ones
+            except Exception:  # noqa: BLE001 -- one failed report must not silence the robot's later ones
                 self.get_logger().error(f"reporting to ROS failed: {traceback.format_exc()}")
 
     def _calls(self, goal) -> list[SkillCall]:

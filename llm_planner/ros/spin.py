@@ -64,8 +64,10 @@ class Spinning:
             self.add(node)
 
     def add(self, node) -> None:
-        self._spun[node] = [_Spin(each, f"{each.get_name()}-executor", self._make_executor)
-                            for each in [node, *getattr(node, "link_nodes", [])]]
+        self._spun[node] = [
+            _Spin(each, f"{each.get_name()}-executor", self._make_executor)
+            for each in [node, *getattr(node, "link_nodes", [])]
+        ]
 
     def remove(self, node) -> None:
         self._close([node])

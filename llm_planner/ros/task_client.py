@@ -8,7 +8,6 @@ import threading
 import time
 from collections import Counter, defaultdict
 
-from llm_planner_interfaces.msg import Task, TaskStatus
 from rclpy.node import Node
 
 from llm_planner.domain.names import STATUS_TOPIC, TASKS_TOPIC
@@ -16,6 +15,7 @@ from llm_planner.planning.intake import TaskFields
 from llm_planner.ros.hops import HopLog
 from llm_planner.ros.messages import task_message
 from llm_planner.ros.qos import TOPIC
+from llm_planner_interfaces.msg import Task, TaskStatus
 
 TERMINAL = (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.REJECTED, TaskStatus.CANCELED)
 
@@ -52,8 +52,16 @@ class TaskClient(Node):
             time.sleep(0.05)
         return False
 
-    def publish(self, task_id: str, robot_id: str, instruction: str, urgency: int = 0, beta: float = 0.0,
-                ert_s: float = 0.0, cutoff_s: float = 0.0) -> None:
+    def publish(
+        self,
+        task_id: str,
+        robot_id: str,
+        instruction: str,
+        urgency: int = 0,
+        beta: float = 0.0,
+        ert_s: float = 0.0,
+        cutoff_s: float = 0.0,
+    ) -> None:
         self.send(TaskFields(task_id, robot_id, instruction, urgency, beta, ert_s, cutoff_s))
 
     def send(self, task: TaskFields) -> None:

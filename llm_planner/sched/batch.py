@@ -38,8 +38,9 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 from llm_planner.domain.decisions import DecisionTrace, Kind, Reason
 from llm_planner.engine.base import Engine, GenerationRequest
@@ -99,9 +100,13 @@ class _Verdict:
     wait_s: float = 0.0
 
     def figures(self) -> dict:
-        return {"at_risk": self.at_risk, "own_loss": round(self.own_loss, 4),
-                "weighed_loss": round(self.weighed_loss, 4), "running_loss": round(self.running_loss, 4),
-                "wait_s": round(self.wait_s, 4)}
+        return {
+            "at_risk": self.at_risk,
+            "own_loss": round(self.own_loss, 4),
+            "weighed_loss": round(self.weighed_loss, 4),
+            "running_loss": round(self.running_loss, 4),
+            "wait_s": round(self.wait_s, 4),
+        }
 
 
 _KEEPS = _Verdict(True)
@@ -115,9 +120,17 @@ class Selection:
 
 
 class BatchController:
-    def __init__(self, config: BatchConfig, engine: Engine, latency_guided: bool, preemptive: bool,
-                 shrink: bool = False, consolidation: RtlmConfig | None = None, replica: int = 0,
-                 guard_by_importance: bool = False) -> None:
+    def __init__(
+        self,
+        config: BatchConfig,
+        engine: Engine,
+        latency_guided: bool,
+        preemptive: bool,
+        shrink: bool = False,
+        consolidation: RtlmConfig | None = None,
+        replica: int = 0,
+        guard_by_importance: bool = False,
+    ) -> None:
         self.max_batch_size = config.max_batch_size
         self.consolidation = consolidation
         self.latency_guided = latency_guided
@@ -129,8 +142,9 @@ class BatchController:
         self.deferred = 0  # admissions postponed to protect a running generation's deadline
         self.trace: DecisionTrace | None = None
 
-    def select(self, queue: ReadyQueue | QueueShare, running: list[BatchMember], gens: dict[str, BatchMember],
-               now: float) -> Selection:
+    def select(
+        self, queue: ReadyQueue | QueueShare, running: list[BatchMember], gens: dict[str, BatchMember], now: float
+    ) -> Selection:
         """Entries to admit, in order, and running generations to suspend.
 
         With a full batch, a queued generation whose priority beats the lowest-priority
@@ -149,22 +163,33 @@ class BatchController:
         entries = queue.in_order(now)
         for i, entry in enumerate(entries):
             gen = gens[entry.gen_id]
-            if critical is not None and self._can_wait_for(gen, entry, critical, batch, context, now) \
-                    and self._slows(critical, gen, batch, context, now):
+            if (
+                critical is not None
+                and self._can_wait_for(gen, entry, critical, batch, context, now)
+                and self._slows(critical, gen, batch, context, now)
+            ):
                 if trace is not None:
                     trace.record(now, gen.task_id, Kind.DEFERRED, Reason.KEPT_OUT, favoured=critical.task_id)
                 continue  # it can wait for a more important generation its company would slow down
             if self.consolidation is not None and not self._consolidates(gen, batch):
                 if trace is not None:
-                    self._stop(trace, now, entries, i, Reason.CONSOLIDATION, batch=len(batch),
-                               remaining_tokens=round(gen.expected_remaining_tokens, 1))
+                    self._stop(
+                        trace,
+                        now,
+                        entries,
+                        i,
+                        Reason.CONSOLIDATION,
+                        batch=len(batch),
+                        remaining_tokens=round(gen.expected_remaining_tokens, 1),
+                    )
                 break  # it waits for a batch of its length (the batch drains meanwhile)
             victim = None
             if len(batch) >= self.max_batch_size:
                 step = self.engine.predict_step_s(len(batch), context)
                 newcomer_earns = not self.guard_by_importance or self._earns_taken_now(gen, step, now)
-                replaceable = [g for g in decision.suspendable
-                               if not self._protected(g, gen, step, newcomer_earns, now)]
+                replaceable = [
+                    g for g in decision.suspendable if not self._protected(g, gen, step, newcomer_earns, now)
+                ]
                 if not self.preemptive or not replaceable:
                     if trace is not None:
                         why = Reason.PROTECTED if self.preemptive and decision.suspendable else Reason.BATCH_FULL
@@ -173,9 +198,17 @@ class BatchController:
                 victim = min(replaceable, key=lambda g: queue.priority(g.entry, now))
                 if queue.priority(entry, now) <= queue.priority(victim.entry, now):
                     if trace is not None:
-                        self._stop(trace, now, entries, i, Reason.BATCH_FULL, batch=len(batch),
-                                   priority=round(queue.priority(entry, now), 4), lowest_running=victim.task_id,
-                                   lowest_running_priority=round(queue.priority(victim.entry, now), 4))
+                        self._stop(
+                            trace,
+                            now,
+                            entries,
+                            i,
+                            Reason.BATCH_FULL,
+                            batch=len(batch),
+                            priority=round(queue.priority(entry, now), 4),
+                            lowest_running=victim.task_id,
+                            lowest_running_priority=round(queue.priority(victim.entry, now), 4),
+                        )
                     break
             prefill, new_context, resume = self._joining(gen)
             kv_needed = prefill + math.ceil(gen.expected_segment_tokens)
@@ -187,8 +220,16 @@ class BatchController:
             base_context = context - (self.engine.context_tokens(victim.task_id) if victim else 0)
             verdict = _KEEPS
             if self.latency_guided:
-                verdict = self._keeps_deadlines(base, base_context + new_context, prefill_total + prefill,
-                                                resumes + int(resume), now, gen, entry, decision)
+                verdict = self._keeps_deadlines(
+                    base,
+                    base_context + new_context,
+                    prefill_total + prefill,
+                    resumes + int(resume),
+                    now,
+                    gen,
+                    entry,
+                    decision,
+                )
             if not verdict.keeps:
                 self.deferred += 1
                 why = Reason.LATENCY_GUIDED if self.guard_by_importance else Reason.KEEP_DEADLINES
@@ -214,38 +255,71 @@ class BatchController:
             critical = self._critical(batch, now, decision.earns_alone)
         shrunk: list[BatchMember] = []
         if critical is not None:
-            shrunk = self._shrink_for(critical, decision.suspendable_in(batch), batch, context, prefill_total,
-                                      resumes, now)
+            shrunk = self._shrink_for(
+                critical, decision.suspendable_in(batch), batch, context, prefill_total, resumes, now
+            )
             if trace is not None:
                 for g in shrunk:
-                    trace.record(now, g.task_id, Kind.SUSPENDED, Reason.SHRUNK, favoured=critical.task_id,
-                                 batch=len(batch) - len(shrunk))
+                    trace.record(
+                        now,
+                        g.task_id,
+                        Kind.SUSPENDED,
+                        Reason.SHRUNK,
+                        favoured=critical.task_id,
+                        batch=len(batch) - len(shrunk),
+                    )
         return Selection(admitted, preempted, shrunk)
 
-    def _stop(self, trace: DecisionTrace, now: float, entries: list[QueueEntry], at: int, reason: Reason,
-              **figures) -> None:
+    def _stop(
+        self, trace: DecisionTrace, now: float, entries: list[QueueEntry], at: int, reason: Reason, **figures
+    ) -> None:
         """Admission stops at `entries[at]` for `reason`; every entry after it waits behind it."""
         stopper = entries[at].gen_id
         trace.record(now, stopper, Kind.DEFERRED, reason, replica=self.replica, **figures)
-        for entry in entries[at + 1:]:
+        for entry in entries[at + 1 :]:
             trace.record(now, entry.gen_id, Kind.DEFERRED, Reason.BEHIND, stopped_at=stopper)
 
-    def _trace_admission(self, trace: DecisionTrace, now: float, gen: BatchMember, entry: QueueEntry,
-                         queue: ReadyQueue | QueueShare, victim: BatchMember | None, verdict: _Verdict,
-                         resume: bool, batch: int) -> None:
+    def _trace_admission(
+        self,
+        trace: DecisionTrace,
+        now: float,
+        gen: BatchMember,
+        entry: QueueEntry,
+        queue: ReadyQueue | QueueShare,
+        victim: BatchMember | None,
+        verdict: _Verdict,
+        resume: bool,
+        batch: int,
+    ) -> None:
         priority = round(queue.priority(entry, now), 4)
         if victim is not None:
-            trace.record(now, victim.task_id, Kind.SUSPENDED, Reason.PREEMPTED, by=gen.task_id, priority=priority,
-                         own_priority=round(queue.priority(victim.entry, now), 4))
+            trace.record(
+                now,
+                victim.task_id,
+                Kind.SUSPENDED,
+                Reason.PREEMPTED,
+                by=gen.task_id,
+                priority=priority,
+                own_priority=round(queue.priority(victim.entry, now), 4),
+            )
             reason = Reason.PREEMPTS
         else:
             reason = Reason.IMPORTANCE_GUARD if verdict.at_risk else Reason.FITS
         figures = verdict.figures() if verdict.at_risk else {}
-        trace.record(now, gen.task_id, Kind.RESUMED if resume else Kind.ADMITTED, reason, replica=self.replica,
-                     batch=batch, priority=priority, **figures)
+        trace.record(
+            now,
+            gen.task_id,
+            Kind.RESUMED if resume else Kind.ADMITTED,
+            reason,
+            replica=self.replica,
+            batch=batch,
+            priority=priority,
+            **figures,
+        )
 
-    def _protected(self, gen: BatchMember, newcomer: BatchMember, step: float, newcomer_earns: bool,
-                   now: float) -> bool:
+    def _protected(
+        self, gen: BatchMember, newcomer: BatchMember, step: float, newcomer_earns: bool, now: float
+    ) -> bool:
         """`timely`: a running generation is not replaced by a less important one if waiting
         for the newcomer's segment (and its own resume) would cost it utility, its own segment
         priced at its typical length (PUD prices it at l_max, at which a short urgent segment
@@ -261,8 +335,9 @@ class BatchController:
             return False
         if not newcomer_earns:
             return True
-        return (gen.entry.tuf.beta > newcomer.entry.tuf.beta
-                and self._loses_by_waiting(gen.entry, self._typical_remaining_tokens(gen), newcomer, step, now))
+        return gen.entry.tuf.beta > newcomer.entry.tuf.beta and self._loses_by_waiting(
+            gen.entry, self._typical_remaining_tokens(gen), newcomer, step, now
+        )
 
     def _earns_taken_now(self, gen: BatchMember, step: float, now: float, typical: bool = False) -> bool:
         """True if `gen`'s current segment, at its expected (or typical) length from now at
@@ -280,15 +355,26 @@ class BatchController:
         median = statistics.median(g.expected_remaining_tokens for g in batch)
         return abs(math.log(gen.expected_remaining_tokens / median)) <= self.consolidation.consolidation
 
-    def _shrink_for(self, critical: BatchMember, candidates: list[BatchMember], batch: list[BatchMember],
-                    context: int, prefill: int, resumes: int, now: float) -> list[BatchMember]:
+    def _shrink_for(
+        self,
+        critical: BatchMember,
+        candidates: list[BatchMember],
+        batch: list[BatchMember],
+        context: int,
+        prefill: int,
+        resumes: int,
+        now: float,
+    ) -> list[BatchMember]:
         """The fewest running generations to suspend so that `critical` earns more utility
         from its segment at its typical length; each can wait for it (and its own resume) at no
         loss. Empty if no such set helps: a suspension and its resume are not free. The next
         iteration, at either batch size, also prefills the `prefill` tokens and `resumes` of
         this decision's admissions (the critical generation's own prompt, if just admitted)."""
-        waiting = [g for g in sorted(candidates, key=lambda g: -(g.deadline_s - now))  # most slack first
-                   if self._can_wait_for(g, g.entry, critical, batch, context, now)]
+        waiting = [
+            g
+            for g in sorted(candidates, key=lambda g: -(g.deadline_s - now))  # most slack first
+            if self._can_wait_for(g, g.entry, critical, batch, context, now)
+        ]
         if not waiting:  # e.g. a batch of equally important generations
             return []
         step = self.engine.predict_step_s(len(batch), context)
@@ -301,8 +387,12 @@ class BatchController:
             small_context -= self.engine.context_tokens(g.task_id)
             small_step = self.engine.predict_step_s(len(smaller), small_context)
             small_first = self.engine.predict_step_s(len(smaller), small_context, prefill, resumes)
-            if self._earns_more(critical, now, lambda n: small_first + (n - 1) * small_step,
-                                lambda n: first + (n - 1) * step):
+            if self._earns_more(
+                critical,
+                now,
+                lambda n, f=small_first, s=small_step: f + (n - 1) * s,
+                lambda n: first + (n - 1) * step,
+            ):
                 return chosen
         return []
 
@@ -315,8 +405,9 @@ class BatchController:
         prefill = prefill_to_join(self.engine, gen)
         return prefill, prefill, False
 
-    def _slows(self, critical: BatchMember, gen: BatchMember, batch: list[BatchMember], context: int,
-               now: float) -> bool:
+    def _slows(
+        self, critical: BatchMember, gen: BatchMember, batch: list[BatchMember], context: int, now: float
+    ) -> bool:
         """True if `gen` joining the batch would cost `critical` utility on its current segment
         (once that segment has slack, the generations kept out for it may return)."""
         prefill, added, resume = self._joining(gen)
@@ -324,8 +415,9 @@ class BatchController:
         first, joined = self._joined_steps(len(batch), context + added, prefill, int(resume))
         return self._earns_more(critical, now, lambda n: n * alone, lambda n: first + (n - 1) * joined)
 
-    def _earns_more(self, gen: BatchMember, now: float, fast: Callable[[int], float],
-                    slow: Callable[[int], float]) -> bool:
+    def _earns_more(
+        self, gen: BatchMember, now: float, fast: Callable[[int], float], slow: Callable[[int], float]
+    ) -> bool:
         """True if `gen`'s current segment earns more utility when its n remaining tokens take
         `fast(n)` seconds than `slow(n)`, n at its typical length. Without a predictor the
         expected length is the skill set's l_max, which a model's segments often undercut
@@ -346,9 +438,11 @@ class BatchController:
         for g in batch:
             if g.task_id not in earns_alone:
                 earns_alone[g.task_id] = self._earns_taken_now(
-                    g, self.engine.predict_step_s(1, self._joining(g)[1]), now, typical=True)
-        return max((g for g in batch if earns_alone[g.task_id]), key=lambda g: (g.entry.tuf.beta, -g.deadline_s),
-                   default=None)
+                    g, self.engine.predict_step_s(1, self._joining(g)[1]), now, typical=True
+                )
+        return max(
+            (g for g in batch if earns_alone[g.task_id]), key=lambda g: (g.entry.tuf.beta, -g.deadline_s), default=None
+        )
 
     @staticmethod
     def _remaining_tokens(gen: BatchMember) -> int:
@@ -360,8 +454,15 @@ class BatchController:
         """Tokens its current segment still needs at its skill set's typical length (at least one)."""
         return max(1, math.ceil(gen.typical_segment_tokens) - gen.seg_tokens)
 
-    def _can_wait_for(self, gen: BatchMember, entry: QueueEntry, critical: BatchMember, batch: list[BatchMember],
-                      context: int, now: float) -> bool:
+    def _can_wait_for(
+        self,
+        gen: BatchMember,
+        entry: QueueEntry,
+        critical: BatchMember,
+        batch: list[BatchMember],
+        context: int,
+        now: float,
+    ) -> bool:
         """True if `gen` is less important than `critical` and finishing its segment after the
         critical one's (at the current batch) costs it no utility, whether its segment would
         otherwise end at the next token or at its expected length."""
@@ -385,8 +486,17 @@ class BatchController:
         own resume, at `step` seconds a token."""
         return finish + self._remaining_tokens(other) * step + self.engine.predict_step_s(1, 0, resumes=1)
 
-    def _keeps_deadlines(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
-                         now: float, newcomer: BatchMember, entry: QueueEntry, decision: _Decision) -> _Verdict:
+    def _keeps_deadlines(
+        self,
+        batch: list[BatchMember],
+        context: int,
+        prefill: int,
+        resumes: int,
+        now: float,
+        newcomer: BatchMember,
+        entry: QueueEntry,
+        decision: _Decision,
+    ) -> _Verdict:
         """Not `keeps` if admitting `newcomer` would make a running generation miss a deadline it
         would otherwise meet (one that misses anyway does not block admissions). With
         `guard_by_importance`, a running segment is at risk wherever the newcomer's company
@@ -432,8 +542,16 @@ class BatchController:
         own_loss = entry.utility_lost(now + own, now + wait + own)
         return _Verdict(own_loss > 0 and own_loss >= loss, at_risk, own_loss, loss, total, wait)
 
-    def _newcomer_steps(self, batch: list[BatchMember], context: int, prefill: int, resumes: int,
-                        newcomer: BatchMember, now: float, decision: _Decision) -> tuple[float, float]:
+    def _newcomer_steps(
+        self,
+        batch: list[BatchMember],
+        context: int,
+        prefill: int,
+        resumes: int,
+        newcomer: BatchMember,
+        now: float,
+        decision: _Decision,
+    ) -> tuple[float, float]:
         """(its first iteration, each one after it) for `newcomer` once it joins `batch` (`context`
         tokens with its own): beside all of them, or with shrinking, without those the shrink
         would suspend for it where it becomes the most important segment that earns (of those
@@ -449,8 +567,10 @@ class BatchController:
     def _joined_steps(self, batch_size: int, context: int, prefill: int, resumes: int) -> tuple[float, float]:
         """(the first iteration, each one after it) once a newcomer joins a batch of `batch_size`
         with `context` tokens: the first also prefills `prefill` tokens and makes `resumes` resumes."""
-        return (self.engine.predict_step_s(batch_size + 1, context, prefill, resumes),
-                self.engine.predict_step_s(batch_size + 1, context))
+        return (
+            self.engine.predict_step_s(batch_size + 1, context, prefill, resumes),
+            self.engine.predict_step_s(batch_size + 1, context),
+        )
 
     def _newcomer_segment_s(self, newcomer: BatchMember, first: float, step: float) -> float:
         """How long a newcomer's segment takes once admitted, at its typical length: its first

@@ -93,7 +93,7 @@ class Placement(ABC):
     def choose(self, candidate: Candidate, replicas: list[ReplicaLoad]) -> int:
         """The index of the replica the candidate should join."""
 
-    def placed(self, index: int) -> None:
+    def placed(self, index: int) -> None:  # noqa: B027 -- optional: most placements keep no state
         """A generation was placed on replica `index`."""
 
     def move(self, stay: Candidate, home: ReplicaLoad, moved: Candidate, replicas: list[ReplicaLoad]) -> int | None:

@@ -43,7 +43,7 @@ _seq = itertools.count()
 # A predicted G (per task, at the running batch) would make every entry a class of its own and
 # PudQueue's pick linear in the queue; on this grid a few dozen classes cover 10 ms to 10 s. A
 # step of 19% is well inside the length predictor's own error.
-G_BUCKET_RATIO = 2 ** 0.25
+G_BUCKET_RATIO = 2**0.25
 
 
 def bucket_gen_time(gen_time_s: float) -> float:
@@ -237,8 +237,9 @@ class PudQueue(ReadyQueue):
         starved = self._longest_lost(now_s)
         if starved is None or starved is best:
             return best
-        if self.priority(best, now_s) > 0 and (best.tuf.beta > starved.tuf.beta
-                                               or best.latest_start_s - now_s < starved.gen_time_s):
+        if self.priority(best, now_s) > 0 and (
+            best.tuf.beta > starved.tuf.beta or best.latest_start_s - now_s < starved.gen_time_s
+        ):
             # a more important segment that can still earn utility goes first, and so does one
             # that would lose utility by waiting for the starved one's generation
             return best
@@ -345,30 +346,69 @@ class Policy:
 
 
 _PAPER = dict(delivery=Delivery.SEGMENTS, preemption=Preemption.AFTER_EACH_SEGMENT, latency_guided=True)
-POLICIES: dict[PolicyName, Policy] = {p.name: p for p in (
-    Policy(name=PolicyName.TIMELY, order=Order.PUD, delivery=Delivery.SEGMENTS, preemption=Preemption.WHEN_NEEDED,
-           latency_guided=True, lengths=Lengths.PREDICTED, hold=True, shrink=True, bound_wait=True,
-           guard_by_importance=True,
-           description="segmented generation, PUD priority with a bound on waiting once utility is lost, "
-                       "latency-guided admission that weighs what the running and the newcomer lose, "
-                       "utility-aware hold/stream dispatch, no pause after a segment, batch shrinking, segment "
-                       "lengths from the configured predictor"),
-    Policy(name=PolicyName.TIMELYLLM_PAPER, order=Order.PUD, **_PAPER,
-           description="the TimelyLLM paper: segmented generation, PUD priority with a fixed G per segment, "
-                       "latency-guided admission, every segment streamed and the generation paused after it"),
-    Policy(name=PolicyName.FCFS, order=Order.ARRIVAL, **_PAPER,
-           description="the paper's mechanics, first-come-first-served, first segment's priority kept"),
-    Policy(name=PolicyName.EDF, order=Order.FIRST_DEADLINE, **_PAPER,
-           description="the paper's mechanics, earliest first deadline, first segment's priority kept"),
-    Policy(name=PolicyName.VLLM, order=Order.ARRIVAL, delivery=Delivery.WHOLE_PLAN, preemption=Preemption.NEVER,
-           description="FCFS continuous batching; the whole plan is generated, then executed"),
-    Policy(name=PolicyName.VLLM_STREAM, order=Order.ARRIVAL, delivery=Delivery.SEGMENTS, preemption=Preemption.NEVER,
-           description="FCFS continuous batching; each skill is sent when generated, no pausing"),
-    Policy(name=PolicyName.RTLM, order=Order.RTLM, delivery=Delivery.WHOLE_PLAN, preemption=Preemption.NEVER,
-           lengths=Lengths.PREDICTED_PLAN,
-           description="RT-LM: whole plans, shortest predicted (uncertainty-inflated) plan before its deadline "
-                       "first, predicted-huge plans in a lower lane, batches of similar predicted length"),
-)}
+POLICIES: dict[PolicyName, Policy] = {
+    p.name: p
+    for p in (
+        Policy(
+            name=PolicyName.TIMELY,
+            order=Order.PUD,
+            delivery=Delivery.SEGMENTS,
+            preemption=Preemption.WHEN_NEEDED,
+            latency_guided=True,
+            lengths=Lengths.PREDICTED,
+            hold=True,
+            shrink=True,
+            bound_wait=True,
+            guard_by_importance=True,
+            description="segmented generation, PUD priority with a bound on waiting once utility is lost, "
+            "latency-guided admission that weighs what the running and the newcomer lose, "
+            "utility-aware hold/stream dispatch, no pause after a segment, batch shrinking, segment "
+            "lengths from the configured predictor",
+        ),
+        Policy(
+            name=PolicyName.TIMELYLLM_PAPER,
+            order=Order.PUD,
+            **_PAPER,
+            description="the TimelyLLM paper: segmented generation, PUD priority with a fixed G per segment, "
+            "latency-guided admission, every segment streamed and the generation paused after it",
+        ),
+        Policy(
+            name=PolicyName.FCFS,
+            order=Order.ARRIVAL,
+            **_PAPER,
+            description="the paper's mechanics, first-come-first-served, first segment's priority kept",
+        ),
+        Policy(
+            name=PolicyName.EDF,
+            order=Order.FIRST_DEADLINE,
+            **_PAPER,
+            description="the paper's mechanics, earliest first deadline, first segment's priority kept",
+        ),
+        Policy(
+            name=PolicyName.VLLM,
+            order=Order.ARRIVAL,
+            delivery=Delivery.WHOLE_PLAN,
+            preemption=Preemption.NEVER,
+            description="FCFS continuous batching; the whole plan is generated, then executed",
+        ),
+        Policy(
+            name=PolicyName.VLLM_STREAM,
+            order=Order.ARRIVAL,
+            delivery=Delivery.SEGMENTS,
+            preemption=Preemption.NEVER,
+            description="FCFS continuous batching; each skill is sent when generated, no pausing",
+        ),
+        Policy(
+            name=PolicyName.RTLM,
+            order=Order.RTLM,
+            delivery=Delivery.WHOLE_PLAN,
+            preemption=Preemption.NEVER,
+            lengths=Lengths.PREDICTED_PLAN,
+            description="RT-LM: whole plans, shortest predicted (uncertainty-inflated) plan before its deadline "
+            "first, predicted-huge plans in a lower lane, batches of similar predicted length",
+        ),
+    )
+}
 assert set(POLICIES) == set(PolicyName), "every policy name has a policy"
 
 

@@ -36,7 +36,7 @@ class UrgencyLevel(_Strict):
     @model_validator(mode="after")
     def _valid_tuf(self) -> UrgencyLevel:
         try:
-            self.tuf
+            _ = self.tuf
         except ValueError as exc:
             raise ValueError(f"urgency level {self.name!r}: {exc}") from None
         return self
@@ -53,8 +53,10 @@ class RobotTypeConfig(_Strict):
 
 class BatchConfig(_Strict):
     max_batch_size: int = Field(default=32, ge=1, description="most generations in the engine at once")
-    latency_guided: bool = Field(default=True, description="admit a generation only while the most urgent "
-                                                           "running segment keeps its slack (TimelyLLM 4.4)")
+    latency_guided: bool = Field(
+        default=True,
+        description="admit a generation only while the most urgent running segment keeps its slack (TimelyLLM 4.4)",
+    )
 
 
 class FeaturesConfig(_Strict):
@@ -62,66 +64,106 @@ class FeaturesConfig(_Strict):
     policy's own set; one off: an ablation, `lrtrace compare --ablation`, in this order). A
     policy only uses a feature it has."""
 
-    hold: bool = Field(default=True, description="hold segments back while streaming them would leave the "
-                                                 "robot waiting later (dispatch by expected utility)")
-    shrink: bool = Field(default=True, description="suspend generations that can wait so that a more "
-                                                   "important one decodes faster")
-    keep_running: bool = Field(default=True, description="no pause after a segment; a generation is "
-                                                         "suspended only when the batch controller must")
-    bound_wait: bool = Field(default=True, description="a segment whose utility has been lost for lost_wait_s "
-                                                       "goes first, the longest lost first, in the slack of "
-                                                       "segments that can still earn utility: none waits without "
-                                                       "bound")
-    lost_wait_s: float = Field(default=40.0, gt=0, description="bound_wait: how long a segment may wait once its "
-                                                              "utility is lost")
-    importance_guard: bool = Field(default=True, description="latency-guided admission holds a task back only "
-                                                             "if it loses nothing by waiting, or less than the "
-                                                             "running generations at least as important lose "
-                                                             "in its company, and then holds back no one "
-                                                             "behind it; "
-                                                             "preemption suspends no running generation that would "
-                                                             "lose utility by waiting, for a less important one, "
-                                                             "nor one for a newcomer at most as important that "
-                                                             "would earn nothing at the running batch either")
+    hold: bool = Field(
+        default=True,
+        description="hold segments back while streaming them would leave the "
+        "robot waiting later (dispatch by expected utility)",
+    )
+    shrink: bool = Field(
+        default=True, description="suspend generations that can wait so that a more important one decodes faster"
+    )
+    keep_running: bool = Field(
+        default=True,
+        description="no pause after a segment; a generation is suspended only when the batch controller must",
+    )
+    bound_wait: bool = Field(
+        default=True,
+        description="a segment whose utility has been lost for lost_wait_s "
+        "goes first, the longest lost first, in the slack of "
+        "segments that can still earn utility: none waits without "
+        "bound",
+    )
+    lost_wait_s: float = Field(
+        default=40.0, gt=0, description="bound_wait: how long a segment may wait once its utility is lost"
+    )
+    importance_guard: bool = Field(
+        default=True,
+        description="latency-guided admission holds a task back only "
+        "if it loses nothing by waiting, or less than the "
+        "running generations at least as important lose "
+        "in its company, and then holds back no one "
+        "behind it; "
+        "preemption suspends no running generation that would "
+        "lose utility by waiting, for a less important one, "
+        "nor one for a newcomer at most as important that "
+        "would earn nothing at the running batch either",
+    )
 
 
 class RtlmConfig(_Strict):
     """The `rtlm` policy (RT-LM, Li et al., RTSS 2023, adapted to plans; sched/queues.py)."""
 
-    uncertainty_weight: float = Field(default=1.0, ge=0, description="how far into the predicted length's 90% "
-                                      "interval a plan is priced: 0 the median, 1 the upper end")
+    uncertainty_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="how far into the predicted length's 90% interval a plan is priced: 0 the median, 1 the upper end",
+    )
     batch_size: int = Field(default=32, ge=1, description="consolidation: most generations in one batch (b)")
-    consolidation: float = Field(default=1.0, gt=0, description="consolidation: a generation joins a running "
-                                 "batch only if its predicted remaining tokens are within a factor e^lambda of "
-                                 "the batch's median (lambda)")
-    offload_quantile: float = Field(default=0.9, gt=0, le=1, description="offload: plans predicted longer than "
-                                    "this quantile of the predictor's training plans go to the lower lane (tau)")
+    consolidation: float = Field(
+        default=1.0,
+        gt=0,
+        description="consolidation: a generation joins a running "
+        "batch only if its predicted remaining tokens are within a factor e^lambda of "
+        "the batch's median (lambda)",
+    )
+    offload_quantile: float = Field(
+        default=0.9,
+        gt=0,
+        le=1,
+        description="offload: plans predicted longer than "
+        "this quantile of the predictor's training plans go to the lower lane (tau)",
+    )
 
 
 class ReplanConfig(_Strict):
-    max_attempts: int = Field(default=1, ge=0, description="error follow-ups the planner makes for one task when "
-                                                           "its robot fails a call (0: a failure ends the task)")
-    when_utility_lost: bool = Field(default=False, description="replan also a task that has earned no utility and "
-                                                               "can earn none any more (past its cutoff)")
-    urgency: str = Field(default="", description="the follow-up's urgency level (empty: the most urgent, the "
-                                                 "level with the shortest ert_s)")
+    max_attempts: int = Field(
+        default=1,
+        ge=0,
+        description="error follow-ups the planner makes for one task when "
+        "its robot fails a call (0: a failure ends the task)",
+    )
+    when_utility_lost: bool = Field(
+        default=False,
+        description="replan also a task that has earned no utility and can earn none any more (past its cutoff)",
+    )
+    urgency: str = Field(
+        default="",
+        description="the follow-up's urgency level (empty: the most urgent, the level with the shortest ert_s)",
+    )
 
 
 class VllmConfig(_Strict):
     """The real engine. `engine_args` go to vllm.EngineArgs unchanged (dtype, max_model_len,
     block_size, kv_cache_memory_bytes, tensor_parallel_size, pipeline_parallel_size, ...)."""
 
-    model: str = Field(default="smollm2-135m-planner",
-                       description="the bundled model's name or a local Hugging Face model folder")
-    engine_profile: str = Field(default="auto", description="timing predictions: auto (this model, dtype and "
-                                                            "CPU class) or a profile's name")
+    model: str = Field(
+        default="smollm2-135m-planner", description="the bundled model's name or a local Hugging Face model folder"
+    )
+    engine_profile: str = Field(
+        default="auto", description="timing predictions: auto (this model, dtype and CPU class) or a profile's name"
+    )
     constrained: bool = Field(default=True, description="decode only plans in the skill set's grammar")
-    task_grammar: bool = Field(default=True, description="with constrained: each task's own plan grammar, in which "
-                               "an action names only the scene's objects (a search also what the task names) and "
-                               "an error follow-up opens with a plain action")
+    task_grammar: bool = Field(
+        default=True,
+        description="with constrained: each task's own plan grammar, in which "
+        "an action names only the scene's objects (a search also what the task names) and "
+        "an error follow-up opens with a plain action",
+    )
     max_plan_tokens: int = Field(default=96, gt=0, description="a plan's token limit")
-    calibrate: bool = Field(default=True, description="correct the profile's step predictions by the iterations "
-                                                      "the engine runs (engine/calibration.py)")
+    calibrate: bool = Field(
+        default=True,
+        description="correct the profile's step predictions by the iterations the engine runs (engine/calibration.py)",
+    )
     engine_args: dict[str, Any] = Field(default={}, description="vllm.EngineArgs fields, passed unchanged")
     # Greedy by default; a repetition penalty counts prompt and output tokens together, so a
     # resumed generation (plan so far in its prompt) continues exactly as an uninterrupted one
@@ -132,19 +174,36 @@ class VllmConfig(_Strict):
 class RayConfig(_Strict):
     """Where several engine replicas run: each is a Ray actor (engine/ray_replica.py)."""
 
-    address: str = Field(default="", description="a Ray cluster to join (as RAY_ADDRESS); empty: the environment's "
-                         "RAY_ADDRESS, else a local cluster on 127.0.0.1 started by the planner")
-    cpus_per_replica: float = Field(default=1.0, gt=0, description="CPUs each replica's actor holds (a vLLM CPU "
-                                    "replica computes with OMP_NUM_THREADS threads)")
-    gpus_per_replica: float = Field(default=1.0, ge=0, description="GPUs each vLLM replica's actor holds where the "
-                                    "cluster has GPUs (sim replicas hold none)")
+    address: str = Field(
+        default="",
+        description="a Ray cluster to join (as RAY_ADDRESS); empty: the environment's "
+        "RAY_ADDRESS, else a local cluster on 127.0.0.1 started by the planner",
+    )
+    cpus_per_replica: float = Field(
+        default=1.0,
+        gt=0,
+        description="CPUs each replica's actor holds (a vLLM CPU replica computes with OMP_NUM_THREADS threads)",
+    )
+    gpus_per_replica: float = Field(
+        default=1.0,
+        ge=0,
+        description="GPUs each vLLM replica's actor holds where the cluster has GPUs (sim replicas hold none)",
+    )
 
 
 class LiveViewConfig(_Strict):
-    port: int = Field(default=-1, ge=-1, le=65535, description="live node: serve the live view to Foxglove on "
-                      "127.0.0.1 at this port (0: any free port, -1: no server)")
-    publish: bool = Field(default=False, description="live node: also publish the live view's channels on "
-                          "/llm_planner/view, where `lrtrace record` and `lrtrace replay --record` write them to MCAP")
+    port: int = Field(
+        default=-1,
+        ge=-1,
+        le=65535,
+        description="live node: serve the live view to Foxglove on "
+        "127.0.0.1 at this port (0: any free port, -1: no server)",
+    )
+    publish: bool = Field(
+        default=False,
+        description="live node: also publish the live view's channels on "
+        "/llm_planner/view, where `lrtrace record` and `lrtrace replay --record` write them to MCAP",
+    )
 
     @property
     def enabled(self) -> bool:
@@ -152,47 +211,75 @@ class LiveViewConfig(_Strict):
 
 
 class LifecycleConfig(_Strict):
-    autostart: bool = Field(default=True, description="live node: configure and activate the planner node as it "
-                            "starts; false: it waits for lifecycle transitions (change_state)")
+    autostart: bool = Field(
+        default=True,
+        description="live node: configure and activate the planner node as it "
+        "starts; false: it waits for lifecycle transitions (change_state)",
+    )
     deactivate: Literal["finish", "cancel"] = Field(
-        default="finish", description="live node: what deactivating does with the tasks in flight: finish them "
-        "(new ones are rejected) or cancel them")
+        default="finish",
+        description="live node: what deactivating does with the tasks in flight: finish them "
+        "(new ones are rejected) or cancel them",
+    )
 
 
 class PlannerConfig(_Strict):
     policy: PolicyName = Field(default=PolicyName.TIMELY, description="the scheduling policy")
-    engine: Literal["sim", "vllm"] = Field(default="sim", description="sim (recorded plans, profiled timing) or "
-                                                                      "vllm (real generation)")
-    engine_profile: str = Field(default="llama3-8b-fp16-rtx4090", description="the sim engine's timing profile "
-                                                                              "(config/engine_profiles/<name>.yaml)")
+    engine: Literal["sim", "vllm"] = Field(
+        default="sim", description="sim (recorded plans, profiled timing) or vllm (real generation)"
+    )
+    engine_profile: str = Field(
+        default="llama3-8b-fp16-rtx4090",
+        description="the sim engine's timing profile (config/engine_profiles/<name>.yaml)",
+    )
     tokenizer: str = Field(default="smollm2-135m-instruct", description="token counts for the sim engine")
     # The minimum (paper's choice) makes the next segment early rather than late.
     exec_estimate: Annotated[str, AfterValidator(validate_stat)] = Field(
-        default="min", description="statistic of the execution-time model that predicts when a robot finishes a "
-                                    "segment: min, mean, max or qNN (a percentile)")
+        default="min",
+        description="statistic of the execution-time model that predicts when a robot finishes a "
+        "segment: min, mean, max or qNN (a percentile)",
+    )
     urgency_levels: list[UrgencyLevel] = Field(description="time-utility functions, index = Task.urgency")
     robot_types: dict[str, RobotTypeConfig] = Field(description="robot type -> skill set and execution-time model")
-    finished_tasks_kept: int = Field(default=5000, ge=1, description="live node: finished tasks whose records it "
-                                     "keeps (memory stays bounded; a duplicate task_id is found among these)")
+    finished_tasks_kept: int = Field(
+        default=5000,
+        ge=1,
+        description="live node: finished tasks whose records it "
+        "keeps (memory stays bounded; a duplicate task_id is found among these)",
+    )
     # Generous: a step prefilling a full batch of prompts on a slow CPU takes seconds.
-    engine_step_timeout_s: float = Field(default=30.0, gt=0, description="live planning: an engine step (or warm-up) "
-                                         "that takes longer fails the tasks inside and the engine is replaced")
+    engine_step_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="live planning: an engine step (or warm-up) "
+        "that takes longer fails the tasks inside and the engine is replaced",
+    )
     robot_links: Literal["process", "threads"] = Field(
-        default="process", description="live node: the robot links (the action clients that send segments) run in "
+        default="process",
+        description="live node: the robot links (the action clients that send segments) run in "
         "a process of their own, where the planner's work cannot hold them up, or as threads of the planner's "
-        "process (docs/performance.md, \"The ROS path\")")
+        'process (docs/performance.md, "The ROS path")',
+    )
     batch: BatchConfig = BatchConfig()
-    replicas: int = Field(default=1, ge=1, description="engine replicas behind the planner, each with its own batch "
-                                                       "and KV cache (sched/placement.py)")
+    replicas: int = Field(
+        default=1,
+        ge=1,
+        description="engine replicas behind the planner, each with its own batch and KV cache (sched/placement.py)",
+    )
     placement: Literal["round-robin", "least-tokens", "deadline"] = Field(
-        default="deadline", description="which replica a generation joins: round-robin, least-tokens (fewest "
-        "predicted tokens to write) or deadline (where its next segment is predicted to end first)")
+        default="deadline",
+        description="which replica a generation joins: round-robin, least-tokens (fewest "
+        "predicted tokens to write) or deadline (where its next segment is predicted to end first)",
+    )
     ray: RayConfig = RayConfig()
     vllm: VllmConfig = VllmConfig()
     # planning/segment_lengths.py
-    predictor: str = Field(default="none", min_length=1,
-                           description="a segment's expected tokens: none (the skill set's segment_tokens), auto "
-                                       "(config/predictor/<vllm.model>.pt) or a checkpoint's path")
+    predictor: str = Field(
+        default="none",
+        min_length=1,
+        description="a segment's expected tokens: none (the skill set's segment_tokens), auto "
+        "(config/predictor/<vllm.model>.pt) or a checkpoint's path",
+    )
     features: FeaturesConfig = FeaturesConfig()
     rtlm: RtlmConfig = RtlmConfig()
     replan: ReplanConfig = ReplanConfig()
@@ -220,9 +307,7 @@ class PlannerConfig(_Strict):
     def level(self, index_or_name: int | str) -> UrgencyLevel:
         if isinstance(index_or_name, int):
             if not 0 <= index_or_name < len(self.urgency_levels):
-                raise ValueError(
-                    f"urgency {index_or_name} out of range 0..{len(self.urgency_levels) - 1}"
-                )
+                raise ValueError(f"urgency {index_or_name} out of range 0..{len(self.urgency_levels) - 1}")
             return self.urgency_levels[index_or_name]
         for lvl in self.urgency_levels:
             if lvl.name == index_or_name:
@@ -238,8 +323,9 @@ class PlannerConfig(_Strict):
 
     def with_engine_dtype(self, dtype: str) -> PlannerConfig:
         """The same config with the real engine computing in `dtype` (its engine_args' dtype)."""
-        return self.model_copy(update={"vllm": self.vllm.model_copy(update={
-            "engine_args": {**self.vllm.engine_args, "dtype": dtype}})})
+        return self.model_copy(
+            update={"vllm": self.vllm.model_copy(update={"engine_args": {**self.vllm.engine_args, "dtype": dtype}})}
+        )
 
     def robot_type(self, name: str) -> RobotTypeConfig:
         try:

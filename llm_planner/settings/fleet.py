@@ -87,5 +87,9 @@ def load_fleet(path: str | Path | None = None) -> FleetConfig:
 
 def fleet_for_agents(agent_types: dict[str, str], **options) -> FleetConfig:
     """A simulated fleet with one robot per workload agent (robot id -> robot type)."""
-    return FleetConfig(robots=[RobotConfig(id=rid, type=rtype, backend="sim", options=dict(options))
-                               for rid, rtype in sorted(agent_types.items())])
+    return FleetConfig(
+        robots=[
+            RobotConfig(id=rid, type=rtype, backend="sim", options=dict(options))
+            for rid, rtype in sorted(agent_types.items())
+        ]
+    )

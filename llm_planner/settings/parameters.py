@@ -70,12 +70,20 @@ def _model_specs(model: type[BaseModel], value: BaseModel | None, prefix: str):
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             yield from _model_specs(annotation, current, name + ".")
         elif name == LEVELS:
-            yield ParameterSpec(name, list, [lvl.name for lvl in current] if current is not None else None,
-                                f"{description}: names in order; each has {LEVEL_PREFIX}.<name>.beta, .ert_s and "
-                                ".cutoff_s")
+            yield ParameterSpec(
+                name,
+                list,
+                [lvl.name for lvl in current] if current is not None else None,
+                f"{description}: names in order; each has {LEVEL_PREFIX}.<name>.beta, .ert_s and .cutoff_s",
+            )
         elif typing.get_origin(annotation) is dict:
-            yield ParameterSpec(name, str, _yaml_mapping(current) if current is not None else None,
-                                f"{description} (a YAML mapping)", yaml_mapping=True)
+            yield ParameterSpec(
+                name,
+                str,
+                _yaml_mapping(current) if current is not None else None,
+                f"{description} (a YAML mapping)",
+                yaml_mapping=True,
+            )
         else:
             kind, choices = _scalar_type(annotation)
             if choices:
@@ -125,7 +133,7 @@ def config_from_parameters(values: dict[str, Any], config: PlannerConfig) -> Pla
         if name == LEVELS:
             continue
         if name.startswith(LEVEL_PREFIX + "."):
-            level, field_name = name[len(LEVEL_PREFIX) + 1:].rsplit(".", 1)
+            level, field_name = name[len(LEVEL_PREFIX) + 1 :].rsplit(".", 1)
             if level in names:
                 levels[names.index(level)][field_name] = value
             continue

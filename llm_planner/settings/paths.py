@@ -55,5 +55,6 @@ def resolve_resource(name_or_path: str | os.PathLike, folder: str, suffix: str =
     if candidate.is_file():
         return candidate
     available = sorted(p.stem for p in data_path(*folder.split("/")).glob(f"*{suffix}"))
-    raise FileNotFoundError(f"no file {str(name_or_path)!r} and no {folder} resource of that name; "
-                            f"available: {available}")
+    raise FileNotFoundError(
+        f"no file {str(name_or_path)!r} and no {folder} resource of that name; available: {available}"
+    )

@@ -44,9 +44,11 @@ def untested_version(library: str, installed: str | None, tested: str, relies_on
     """What to tell a user running `library` at `installed` (None: not installed, nothing to say)."""
     if installed is None or installed == tested:
         return None
-    return (f"{library} {installed} is installed; llm_planner was tested with {library} {tested} and relies on "
-            f"{relies_on}: if something breaks, install {library}=={tested} (the version setup.py and "
-            f"requirements-ros.txt pin)")
+    return (
+        f"{library} {installed} is installed; llm_planner was tested with {library} {tested} and relies on "
+        f"{relies_on}: if something breaks, install {library}=={tested} (the version setup.py and "
+        f"requirements-ros.txt pin)"
+    )
 
 
 def report_untested_version(library: str, installed: str | None, tested: str, relies_on: str) -> str | None:

@@ -26,12 +26,20 @@ def machine() -> dict:
 
 
 def bench_result(name: str, figures: dict, ratios: dict | None = None, notes: str = "") -> dict:
-    return {"benchmark": name, "schema": SCHEMA, "command": shlex.join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
-            "machine": machine(), "figures": figures, "ratios": ratios or {}, "notes": notes}
+    return {
+        "benchmark": name,
+        "schema": SCHEMA,
+        "command": shlex.join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
+        "machine": machine(),
+        "figures": figures,
+        "ratios": ratios or {},
+        "notes": notes,
+    }
 
 
-def write_bench_result(path: str | Path | None, name: str, figures: dict, ratios: dict | None = None,
-                       notes: str = "") -> Path:
+def write_bench_result(
+    path: str | Path | None, name: str, figures: dict, ratios: dict | None = None, notes: str = ""
+) -> Path:
     """Write the result (default: out/bench/<name>.json) and say where."""
     target = Path(path) if path else DEFAULT_FOLDER / f"{name}.json"
     target.parent.mkdir(parents=True, exist_ok=True)

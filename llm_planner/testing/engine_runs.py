@@ -28,23 +28,33 @@ class PlanRun:
     truncated: bool
 
 
-def plan_request(gen_id: str, skill_set_name: str, task: str, max_tokens: int = 96,
-                 constrained: bool = True) -> GenerationRequest:
+def plan_request(
+    gen_id: str, skill_set_name: str, task: str, max_tokens: int = 96, constrained: bool = True
+) -> GenerationRequest:
     """A request as the planner makes it."""
     request = prompts.plan_request(gen_id, load_skill_set(skill_set_name), task, max_tokens=max_tokens)
     return request if constrained else dataclasses.replace(request, grammar=None)
 
 
-def trace_plan_requests(config: PlannerConfig, traces: list[Trace], batch_id: str,
-                        max_tokens: int = 96) -> list[GenerationRequest]:
+def trace_plan_requests(
+    config: PlannerConfig, traces: list[Trace], batch_id: str, max_tokens: int = 96
+) -> list[GenerationRequest]:
     """One request per trace's instruction, each with its robot type's skill set; `batch_id`
     keeps the generation ids of repeated batches apart."""
-    return [plan_request(f"{batch_id}-{t.trace_id}", config.robot_type(t.robot_type).skill_set, t.instruction,
-                         max_tokens) for t in traces]
+    return [
+        plan_request(f"{batch_id}-{t.trace_id}", config.robot_type(t.robot_type).skill_set, t.instruction, max_tokens)
+        for t in traces
+    ]
 
 
-def run_plans(engine: Engine, requests: list[GenerationRequest], segmented: bool,
-              suspend: bool = True, move: bool = False, from_text: bool = False) -> tuple[dict[str, PlanRun], float]:
+def run_plans(
+    engine: Engine,
+    requests: list[GenerationRequest],
+    segmented: bool,
+    suspend: bool = True,
+    move: bool = False,
+    from_text: bool = False,
+) -> tuple[dict[str, PlanRun], float]:
     """Generate every request to its end, all in one batch; returns the runs and the wall time.
     Segmented: the segmenter reads every token and, with `suspend`, each generation is
     suspended at every segment boundary and resumed before the next step (a new vLLM request
@@ -76,8 +86,9 @@ def run_plans(engine: Engine, requests: list[GenerationRequest], segmented: bool
             tokens[out.gen_id] += 1
             boundary = segmenters[out.gen_id].feed(out.text) if segmented else []
             if out.finished:
-                runs[out.gen_id] = PlanRun(engine.output_ids(out.gen_id), texts[out.gen_id],
-                                           suspensions[out.gen_id], out.truncated)
+                runs[out.gen_id] = PlanRun(
+                    engine.output_ids(out.gen_id), texts[out.gen_id], suspensions[out.gen_id], out.truncated
+                )
                 engine.release(out.gen_id)
             elif boundary and suspend:
                 engine.suspend(out.gen_id)

@@ -32,8 +32,9 @@ class Running:
         self.fleet.shutdown()
 
 
-def start_fleet(robots: list[RobotConfig], robot_timeout_s: float = 10.0, result_kept_s: float = RESULT_KEPT_S,
-                **config_overrides) -> Running:
+def start_fleet(
+    robots: list[RobotConfig], robot_timeout_s: float = 10.0, result_kept_s: float = RESULT_KEPT_S, **config_overrides
+) -> Running:
     if not rclpy.ok():
         rclpy.init()
     config = load_planner_config()

@@ -41,8 +41,8 @@ LRTRACE = str(_BESIDE) if _BESIDE.exists() else "lrtrace"
 
 @dataclass(frozen=True)
 class Run:
-    out: str            # path under docs/results, without suffix
-    args: list[str]     # lrtrace arguments after the config, `{out}` not yet filled in
+    out: str  # path under docs/results, without suffix
+    args: list[str]  # lrtrace arguments after the config, `{out}` not yet filled in
     config: str | None  # a name under the manifest's configs
 
     def command(self, config_dir: Path, stem: Path) -> list[str]:
@@ -162,14 +162,20 @@ def main(argv: list[str] | None = None) -> int:
             failed = 0
             for number, future in enumerate(as_completed(pending), 1):  # each as it ends: progress
                 run = pending[future]
-                failed += not report(run, future.result(), into / run.out,
-                                     stored if args.action == "check" else None, f"[{number}/{len(runs)}]")
+                failed += not report(
+                    run,
+                    future.result(),
+                    into / run.out,
+                    stored if args.action == "check" else None,
+                    f"[{number}/{len(runs)}]",
+                )
     print(f"{len(runs) - failed} of {len(runs)} {'the same as stored' if args.action == 'check' else 'remade'}")
     return 1 if failed else 0
 
 
-def report(run: Run, process: subprocess.CompletedProcess, stem: Path, check_against: Path | None,
-           counter: str) -> bool:
+def report(
+    run: Run, process: subprocess.CompletedProcess, stem: Path, check_against: Path | None, counter: str
+) -> bool:
     """Prints how one run went; True when it was remade, or is the same as its stored result."""
     if process.returncode != 0:
         print(f"{counter} {run.out}: lrtrace failed (exit {process.returncode})\n{process.stderr[-2000:]}")

@@ -10,7 +10,8 @@ def whole_chat_loss(model, batch: list[tuple[list[int], list[int]]], pad: int, d
     import torch
 
     width = max(len(ids) for ids, _ in batch)
-    return model(input_ids=torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch], device=device),
-                 attention_mask=torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch],
-                                             device=device),
-                 labels=torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch], device=device)).loss
+    return model(
+        input_ids=torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch], device=device),
+        attention_mask=torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch], device=device),
+        labels=torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch], device=device),
+    ).loss

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from llm_planner.catalog.grammar import TaskScope, check_plan
 from llm_planner.catalog.skills import SkillSet, load_skill_set
@@ -35,15 +35,97 @@ SKILL_SETS = {"minispec_drone": "tello", "minispec_arm": "indy7", "python_arm": 
 # no model could answer it within the planner's limit.
 PLAN_TOKEN_LIMIT = VllmConfig.model_fields["max_plan_tokens"].default
 
-DRONE_THINGS = ["door", "window", "chair", "table", "person", "dog", "cat", "bicycle", "car", "tree", "bench", "lamp",
-                "tv", "sofa", "shelf", "clock", "cup", "bottle", "backpack", "umbrella", "plant", "box", "ladder",
-                "fence", "gate", "statue", "kite", "ball", "drone dock", "red car", "blue door", "trash can",
-                "mailbox", "painting", "helmet", "truck", "bird", "book", "laptop", "fridge"]
-ARM_THINGS = ["apple", "banana", "orange", "lemon", "cup", "mug", "spoon", "fork", "sponge", "marker", "eraser",
-              "stapler", "screw", "bolt", "nut", "cube", "red block", "blue block", "green block", "tennis ball",
-              "battery", "tape", "scissors", "toy car", "can", "bottle cap", "glue stick", "pen", "key", "dice"]
-ARM_PLACES = ["bowl", "box", "tray", "bin", "basket", "plate", "crate", "drawer", "shelf", "blue bowl",
-              "red box", "left tray", "pan", "jar", "cup holder"]
+DRONE_THINGS = [
+    "door",
+    "window",
+    "chair",
+    "table",
+    "person",
+    "dog",
+    "cat",
+    "bicycle",
+    "car",
+    "tree",
+    "bench",
+    "lamp",
+    "tv",
+    "sofa",
+    "shelf",
+    "clock",
+    "cup",
+    "bottle",
+    "backpack",
+    "umbrella",
+    "plant",
+    "box",
+    "ladder",
+    "fence",
+    "gate",
+    "statue",
+    "kite",
+    "ball",
+    "drone dock",
+    "red car",
+    "blue door",
+    "trash can",
+    "mailbox",
+    "painting",
+    "helmet",
+    "truck",
+    "bird",
+    "book",
+    "laptop",
+    "fridge",
+]
+ARM_THINGS = [
+    "apple",
+    "banana",
+    "orange",
+    "lemon",
+    "cup",
+    "mug",
+    "spoon",
+    "fork",
+    "sponge",
+    "marker",
+    "eraser",
+    "stapler",
+    "screw",
+    "bolt",
+    "nut",
+    "cube",
+    "red block",
+    "blue block",
+    "green block",
+    "tennis ball",
+    "battery",
+    "tape",
+    "scissors",
+    "toy car",
+    "can",
+    "bottle cap",
+    "glue stick",
+    "pen",
+    "key",
+    "dice",
+]
+ARM_PLACES = [
+    "bowl",
+    "box",
+    "tray",
+    "bin",
+    "basket",
+    "plate",
+    "crate",
+    "drawer",
+    "shelf",
+    "blue bowl",
+    "red box",
+    "left tray",
+    "pan",
+    "jar",
+    "cup holder",
+]
 
 
 # --------------------------------------------------------------------------- actions
@@ -109,8 +191,10 @@ def _python(actions: list, indent: str = "") -> list[str]:
         kind = a[0]
         if kind in ("pick", "place"):
             target = _q(a[1])
-            out += [f"{indent}move_to(object_x({target}), object_y({target}))",
-                    f"{indent}{'take' if kind == 'pick' else 'drop'}({target})"]
+            out += [
+                f"{indent}move_to(object_x({target}), object_y({target}))",
+                f"{indent}{'take' if kind == 'pick' else 'drop'}({target})",
+            ]
         elif kind == "say":
             out.append(f"{indent}say('{a[1]}')")
         elif kind == "if_seen_say":
@@ -216,8 +300,14 @@ def _count(rng: random.Random) -> tuple[str, int]:
     return rng.choice([str(n), ["two", "three", "four", "five", "six"][n - 2]]), n
 
 
-_DIRS = {"forward": ["forward", "ahead"], "back": ["backward", "back"], "left": ["left"], "right": ["right"],
-         "up": ["up"], "down": ["down"]}
+_DIRS = {
+    "forward": ["forward", "ahead"],
+    "back": ["backward", "back"],
+    "left": ["left"],
+    "right": ["right"],
+    "up": ["up"],
+    "down": ["down"],
+}
 
 
 def _drone_step(rng: random.Random, scene: list[str]) -> tuple[str, list]:
@@ -340,8 +430,9 @@ def _greet(rng, scene, absent):
 def _zigzag(rng, scene, absent):
     words, cm = lexicon.distance(rng)
     n = rng.choice([2, 3])
-    return {"dist": words, "n": str(n)}, [("repeat", n, [("move", "right", cm), ("move", "forward", cm),
-                                                          ("move", "left", cm), ("move", "forward", cm)])]
+    return {"dist": words, "n": str(n)}, [
+        ("repeat", n, [("move", "right", cm), ("move", "forward", cm), ("move", "left", cm), ("move", "forward", cm)])
+    ]
 
 
 def _blocked(rng, scene, absent):
@@ -395,8 +486,9 @@ def _back_and_forth(rng, scene, absent):
     obj = rng.choice(things)
     a, b = rng.sample([s for s in scene if s in ARM_PLACES], 2)
     words, n = _count(rng)
-    return {"o": obj, "a": a, "b": b, "n": words}, [("repeat", n, [("pick", obj), ("place", b), ("pick", obj),
-                                                                   ("place", a)])]
+    return {"o": obj, "a": a, "b": b, "n": words}, [
+        ("repeat", n, [("pick", obj), ("place", b), ("pick", obj), ("place", a)])
+    ]
 
 
 def _arm_search(rng, scene, absent):
@@ -463,8 +555,10 @@ def _if_seen_drone(rng, scene, absent):
 
 def _if_seen_arm(rng, scene, absent):
     obj = rng.choice(absent + [s for s in scene if s not in ARM_PLACES])
-    verb, place = rng.choice(["put it in the {p}", "place it on the {p}", "move it to the {p}"]), \
-        rng.choice([s for s in scene if s in ARM_PLACES])
+    verb, place = (
+        rng.choice(["put it in the {p}", "place it on the {p}", "move it to the {p}"]),
+        rng.choice([s for s in scene if s in ARM_PLACES]),
+    )
     steps = [(verb.format(p=place), [("pick", obj), ("place", place)])]
     if rng.random() < 0.4:
         text = rng.choice(["done", "found it"])
@@ -479,14 +573,20 @@ def _step_then_repeat(rng, scene, absent):
     return {"a": first, "b": body, "n": words}, first_actions + [("repeat", n, body_actions)]
 
 
-_FAILURES_DRONE = ["ALERT: {call} failed: the battery is low.", "ALERT: {call} failed: the drone lost tracking.",
-                   "ALERT: {call} failed: a gust pushed the drone off course."]
-_FAILURES_ARM = ["ALERT: {call} failed: the gripper did not close.", "ALERT: {call} failed: the arm hit its limit.",
-                 "ALERT: {call} failed: the object moved."]
+_FAILURES_DRONE = [
+    "ALERT: {call} failed: the battery is low.",
+    "ALERT: {call} failed: the drone lost tracking.",
+    "ALERT: {call} failed: a gust pushed the drone off course.",
+]
+_FAILURES_ARM = [
+    "ALERT: {call} failed: the gripper did not close.",
+    "ALERT: {call} failed: the arm hit its limit.",
+    "ALERT: {call} failed: the object moved.",
+]
 
 
 def _after_failure_drone(rng, scene, absent):
-    failed = rng.choice(["g('{}')".format(rng.choice(scene)), "tp()", "mf(100)", "tc(90)"])
+    failed = rng.choice([f"g('{rng.choice(scene)}')", "tp()", "mf(100)", "tc(90)"])
     steps = [_drone_step(rng, scene) for _ in range(rng.choice([1, 2]))]
     return {"steps": steps, "failure": rng.choice(_FAILURES_DRONE).format(call=failed)}, _actions(steps)
 
@@ -509,8 +609,16 @@ def _behind_photo(rng, scene, absent):
     return {"around": rng.choice(lexicon.TURN_AROUND)}, [("turn", "cw", 180, "any"), ("photo",)]
 
 
-_QUESTIONS = ["how many {o}s are there?", "is the {o} moving?", "what colour is the {o}?", "is anyone near the {o}?",
-              "is the {o} open?", "what is on the {o}?", "how far away is the {o}?", "is the {o} damaged?"]
+_QUESTIONS = [
+    "how many {o}s are there?",
+    "is the {o} moving?",
+    "what colour is the {o}?",
+    "is anyone near the {o}?",
+    "is the {o} open?",
+    "what is on the {o}?",
+    "how far away is the {o}?",
+    "is the {o} damaged?",
+]
 
 
 def _question_drone(rng, scene, absent):
@@ -524,9 +632,20 @@ def _question_arm(rng, scene, absent):
     return {"o": obj}, [("if_seen_say", obj, f"the {obj} is here")]
 
 
-_IMPOSSIBLE = ["open the window", "make a cup of coffee", "charge your own battery", "call the owner", "sing a song",
-               "unlock the front door", "water the plants", "switch the lights off", "play some music",
-               "order a pizza", "fold the laundry", "close the curtains"]
+_IMPOSSIBLE = [
+    "open the window",
+    "make a cup of coffee",
+    "charge your own battery",
+    "call the owner",
+    "sing a song",
+    "unlock the front door",
+    "water the plants",
+    "switch the lights off",
+    "play some music",
+    "order a pizza",
+    "fold the laundry",
+    "close the curtains",
+]
 
 
 def _impossible(rng, scene, absent):
@@ -535,22 +654,59 @@ def _impossible(rng, scene, absent):
 
 
 # Where a hazard is, in words, and which way moves the robot away from it.
-_HAZARD_PLACES = {"ahead": ["{d} ahead", "right in front of you", "in your path", "{d} in front of you"],
-                  "behind": ["behind you", "coming up behind you", "{d} behind you"],
-                  "left": ["on your left", "to your left", "{d} to your left"],
-                  "right": ["on your right", "to your right", "{d} to your right"],
-                  "above": ["above you", "overhead", "{d} above you"],
-                  "below": ["below you", "right under you", "{d} below you"],
-                  "approaching": ["approaching you", "flying at you", "coming straight at you",
-                                  "heading toward you"]}
-_AWAY = {"ahead": "back", "approaching": "back", "behind": "forward", "left": "right", "right": "left", "above": "down",
-         "below": "up"}
-_DRONE_HAZARDS = ["a wall", "a person", "another drone", "a bird", "a tree branch", "a ceiling fan", "a pole",
-                  "a thrown ball", "a dog", "a glass door", "a hanging cable", "a lamp", "a curtain", "a child"]
-_DRONE_PLANS = ["mf(100);tp();", "g('{o}');tp();", "mf(50);mf(50);", "tc(90);mf(80);", "mu(50);g('{o}');",
-                "g('{o}');d(2);", "mf(150);l('arrived');"]
-_REPLY_DRONE = ["", "Get clear of it.", "Move away from it and hover.", "Avoid it.", "Get out of the way, then wait.",
-                "Keep a safe distance.", "Evade it and report.", "Stay safe."]
+_HAZARD_PLACES = {
+    "ahead": ["{d} ahead", "right in front of you", "in your path", "{d} in front of you"],
+    "behind": ["behind you", "coming up behind you", "{d} behind you"],
+    "left": ["on your left", "to your left", "{d} to your left"],
+    "right": ["on your right", "to your right", "{d} to your right"],
+    "above": ["above you", "overhead", "{d} above you"],
+    "below": ["below you", "right under you", "{d} below you"],
+    "approaching": ["approaching you", "flying at you", "coming straight at you", "heading toward you"],
+}
+_AWAY = {
+    "ahead": "back",
+    "approaching": "back",
+    "behind": "forward",
+    "left": "right",
+    "right": "left",
+    "above": "down",
+    "below": "up",
+}
+_DRONE_HAZARDS = [
+    "a wall",
+    "a person",
+    "another drone",
+    "a bird",
+    "a tree branch",
+    "a ceiling fan",
+    "a pole",
+    "a thrown ball",
+    "a dog",
+    "a glass door",
+    "a hanging cable",
+    "a lamp",
+    "a curtain",
+    "a child",
+]
+_DRONE_PLANS = [
+    "mf(100);tp();",
+    "g('{o}');tp();",
+    "mf(50);mf(50);",
+    "tc(90);mf(80);",
+    "mu(50);g('{o}');",
+    "g('{o}');d(2);",
+    "mf(150);l('arrived');",
+]
+_REPLY_DRONE = [
+    "",
+    "Get clear of it.",
+    "Move away from it and hover.",
+    "Avoid it.",
+    "Get out of the way, then wait.",
+    "Keep a safe distance.",
+    "Evade it and report.",
+    "Stay safe.",
+]
 
 
 def _hazard(rng) -> tuple[str, str]:
@@ -580,14 +736,20 @@ def _hazard_artifact(rng, scene, absent):
     plan = rng.choice(_DRONE_PLANS).format(o=rng.choice(scene))
     done = plan.split(";")[0] + ";"
     reply = rng.choice(["", "", "Please fix it.", "Give me a new plan.", "Recover safely."])
-    return {"plan": plan, "hazard": hazard, "done": done, "reply": reply, "speaker": ROBOT_SPEAKING}, \
-        _escape_then(rng, away, "")
+    return {"plan": plan, "hazard": hazard, "done": done, "reply": reply, "speaker": ROBOT_SPEAKING}, _escape_then(
+        rng, away, ""
+    )
 
 
 ROBOT_SPEAKING = "I"  # the artifact's follow-ups are the robot's words about itself
-_ARM_FAILURES = [("the {o} slipped out of the gripper", "retry"), ("the gripper missed the {o}", "retry"),
-                 ("the {o} was knocked over", "retry"), ("a person's hand is in the workspace", "pause"),
-                 ("someone is reaching over the table", "pause"), ("the {p} is blocked by a box", "other")]
+_ARM_FAILURES = [
+    ("the {o} slipped out of the gripper", "retry"),
+    ("the gripper missed the {o}", "retry"),
+    ("the {o} was knocked over", "retry"),
+    ("a person's hand is in the workspace", "pause"),
+    ("someone is reaching over the table", "pause"),
+    ("the {p} is blocked by a box", "other"),
+]
 
 
 def _arm_failure(rng, scene, absent):
@@ -601,8 +763,13 @@ def _arm_failure(rng, scene, absent):
     actions = [("pick", obj), ("place", other)]
     if what == "pause":
         actions = [("pause",)] + actions
-    return {"failure": failure.format(o=obj, p=place), "o": obj, "p": place, "speaker": ROBOT_SPEAKING,
-            "plan": f"g('{obj}');pk('{obj}');g('{place}');dr('{place}');"}, actions
+    return {
+        "failure": failure.format(o=obj, p=place),
+        "o": obj,
+        "p": place,
+        "speaker": ROBOT_SPEAKING,
+        "plan": f"g('{obj}');pk('{obj}');g('{place}');dr('{place}');",
+    }, actions
 
 
 def _arm_alert(rng, scene, absent):
@@ -630,11 +797,17 @@ def _spatial_scene(rng, kinds: list[str], others: list[str]) -> tuple[list, str,
     me = named[target]
     other = named[f"{kind}_{2 - pick}"]
     if axis == "x":
-        words = rng.choice(["on the left", "on the left side", "to the left"]) if me["x"] < other["x"] else \
-            rng.choice(["on the right", "on the right side", "to the right"])
+        words = (
+            rng.choice(["on the left", "on the left side", "to the left"])
+            if me["x"] < other["x"]
+            else rng.choice(["on the right", "on the right side", "to the right"])
+        )
     elif axis == "y":
-        words = rng.choice(["nearer", "closer", "in front"]) if me["y"] > other["y"] else \
-            rng.choice(["farther away", "further back", "at the back"])
+        words = (
+            rng.choice(["nearer", "closer", "in front"])
+            if me["y"] > other["y"]
+            else rng.choice(["farther away", "further back", "at the back"])
+        )
     else:
         words = rng.choice(["bigger", "larger"]) if me["w"] > other["w"] else rng.choice(["smaller", "little"])
     scene = [(n, b["x"], b["y"], b["w"]) for n, b in boxes]
@@ -650,10 +823,12 @@ def _which(kind: str, words: str) -> str:
 
 
 def _spatial_drone(rng, scene, absent):
-    boxes, kind, words, target = _spatial_scene(rng, ["bottle", "chair", "person", "door", "box", "car", "tree"],
-                                                scene[:3])
-    return {"_boxes": boxes, "which": _which(kind, words)}, [("goto", target), ("photo",)] if rng.random() < 0.5 \
-        else [("goto", target)]
+    boxes, kind, words, target = _spatial_scene(
+        rng, ["bottle", "chair", "person", "door", "box", "car", "tree"], scene[:3]
+    )
+    return {"_boxes": boxes, "which": _which(kind, words)}, [("goto", target), ("photo",)] if rng.random() < 0.5 else [
+        ("goto", target)
+    ]
 
 
 def _spatial_arm(rng, scene, absent):
@@ -690,8 +865,13 @@ def _replan_arm(rng, scene, absent):
         failure = Failure(0, f"pk('{obj}')", f"simulated failure of pk('{obj}')", (f"g('{obj}')",), 0.0)
         actions = [("pick", obj), ("place", place)]
     else:
-        failure = Failure(0, f"dr('{place}')", f"simulated failure of dr('{place}')",
-                          (f"g('{obj}')", f"pk('{obj}')", f"g('{place}')"), 0.0)
+        failure = Failure(
+            0,
+            f"dr('{place}')",
+            f"simulated failure of dr('{place}')",
+            (f"g('{obj}')", f"pk('{obj}')", f"g('{place}')"),
+            0.0,
+        )
         actions = [("place", place)]
     return {"_text": follow_up_text(original, failure)}, actions
 
@@ -714,119 +894,387 @@ def _sort_colour(rng, scene, absent):
     return {"_scene": listed, "kind": kind, "holder": holder, "holders": holders_word}, actions
 
 
-_REPEAT_WORDS = ["Repeat {n} times: {steps:, then }.", "Do this {n} times: {steps: and then }.",
-                 "{steps:, then }; do all that {n} times.", "{n} times over, {steps: and }."]
-_NEW_PLAN_WORDS = ["New plan: {steps:, then }.", "Instead, {steps: and then }.",
-                   "Forget the old plan and {steps:, then }.", "Now just {steps: and }."]
+_REPEAT_WORDS = [
+    "Repeat {n} times: {steps:, then }.",
+    "Do this {n} times: {steps: and then }.",
+    "{steps:, then }; do all that {n} times.",
+    "{n} times over, {steps: and }.",
+]
+_NEW_PLAN_WORDS = [
+    "New plan: {steps:, then }.",
+    "Instead, {steps: and then }.",
+    "Forget the old plan and {steps:, then }.",
+    "Now just {steps: and }.",
+]
 
 TEMPLATES = [
     _t("move", "single", DRONE, ["{phrase}.", "{phrase}, please.", "Now {phrase}.", "Could you {phrase}?"], _move),
     _t("turn", "single", DRONE, ["{phrase}.", "Please {phrase}.", "Go ahead and {phrase}."], _turn),
-    _t("photo_of", "multi", DRONE, ["Take a photo of the {o}.", "Fly to the {o} and take a picture of it.",
-                                    "Get me a picture of the {o}.", "Go photograph the {o}."], _photo_of),
-    _t("goto", "single", DRONE, ["Fly to the {o}.", "Go to the {o}.", "Head over to the {o}.",
-                                 "Approach the {o}."], _goto),
-    _t("multi", "multi", DRONE, ["{steps#}", "{steps:, then }.", "First {steps:, then }.", "{steps:; after that, }.",
-                                 "{steps: and then }."], _multi_drone),
+    _t(
+        "photo_of",
+        "multi",
+        DRONE,
+        [
+            "Take a photo of the {o}.",
+            "Fly to the {o} and take a picture of it.",
+            "Get me a picture of the {o}.",
+            "Go photograph the {o}.",
+        ],
+        _photo_of,
+    ),
+    _t(
+        "goto",
+        "single",
+        DRONE,
+        ["Fly to the {o}.", "Go to the {o}.", "Head over to the {o}.", "Approach the {o}."],
+        _goto,
+    ),
+    _t(
+        "multi",
+        "multi",
+        DRONE,
+        ["{steps#}", "{steps:, then }.", "First {steps:, then }.", "{steps:; after that, }.", "{steps: and then }."],
+        _multi_drone,
+    ),
     _t("photos", "repeat", DRONE, ["Take {n} photos.", "Take {n} pictures in a row.", "Snap {n} photos."], _photos),
-    _t("directions", "repeat", DRONE, ["Take photos in {n} directions.", "Photograph {n} evenly spaced directions.",
-                                       "Turn around in {n} steps, taking a photo at each."], _directions),
-    _t("square", "repeat", DRONE, ["Fly a square with sides of {dist}.", "Trace a square, {dist} per side.",
-                                   "Make a square path of {dist} on each side."], _square),
-    _t("spins", "repeat", DRONE, ["Spin around {n} times.", "Do {n} full turns.", "Rotate in place {n} times."],
-       _spins, heldout=True),
-    _t("search_photo", "search", DRONE, ["Look for the {o}; if you find it, fly to it and take a photo.",
-                                         "Search for a {o} and photograph it if it is there.",
-                                         "If you can find the {o}, go take a picture of it."], _search_photo),
-    _t("absent_goto", "absent", DRONE, ["Fly to the {o}.", "Go to the {o}.", "Find the {o} and go there."],
-       _absent_goto),
-    _t("look_around", "vague", DRONE, ["Look around.", "Have a look around the room.", "Survey your surroundings.",
-                                       "Check what is around you."], _look_around),
-    _t("patrol", "vague", DRONE, ["Patrol the area in a loop of {dist} legs.", "Do a patrol round, {dist} per leg.",
-                                  "Guard the area: fly a loop with {dist} sides."], _patrol, heldout=True),
+    _t(
+        "directions",
+        "repeat",
+        DRONE,
+        [
+            "Take photos in {n} directions.",
+            "Photograph {n} evenly spaced directions.",
+            "Turn around in {n} steps, taking a photo at each.",
+        ],
+        _directions,
+    ),
+    _t(
+        "square",
+        "repeat",
+        DRONE,
+        [
+            "Fly a square with sides of {dist}.",
+            "Trace a square, {dist} per side.",
+            "Make a square path of {dist} on each side.",
+        ],
+        _square,
+    ),
+    _t(
+        "spins",
+        "repeat",
+        DRONE,
+        ["Spin around {n} times.", "Do {n} full turns.", "Rotate in place {n} times."],
+        _spins,
+        heldout=True,
+    ),
+    _t(
+        "search_photo",
+        "search",
+        DRONE,
+        [
+            "Look for the {o}; if you find it, fly to it and take a photo.",
+            "Search for a {o} and photograph it if it is there.",
+            "If you can find the {o}, go take a picture of it.",
+        ],
+        _search_photo,
+    ),
+    _t(
+        "absent_goto",
+        "absent",
+        DRONE,
+        ["Fly to the {o}.", "Go to the {o}.", "Find the {o} and go there."],
+        _absent_goto,
+    ),
+    _t(
+        "look_around",
+        "vague",
+        DRONE,
+        ["Look around.", "Have a look around the room.", "Survey your surroundings.", "Check what is around you."],
+        _look_around,
+    ),
+    _t(
+        "patrol",
+        "vague",
+        DRONE,
+        [
+            "Patrol the area in a loop of {dist} legs.",
+            "Do a patrol round, {dist} per leg.",
+            "Guard the area: fly a loop with {dist} sides.",
+        ],
+        _patrol,
+        heldout=True,
+    ),
     _t("greet", "vague", DRONE, ["Say hello to the {o}.", "Greet the {o}.", "Go and say hi to the {o}."], _greet),
-    _t("zigzag", "multi", DRONE, ["Zigzag ahead {n} times: right {dist}, forward {dist}, left {dist}, forward {dist}.",
-                                  "Fly a zigzag of {n} rounds with {dist} legs, right, forward, left, forward."],
-       _zigzag),
-    _t("blocked", "error", DRONE, ["Go forward {dist}.", "Fly ahead {dist}."], _blocked,
-       alert="ALERT: mf failed: something blocks the way at this height."),
-    _t("lost", "error", DRONE, ["Take a photo of the {o}.", "Fly to the {o} and photograph it."], _lost,
-       alert="ALERT: g('{o}') failed: the {o} is not in view."),
-    _t("blurred", "error", DRONE, ["Take a picture of the {o}.", "Photograph the {o} again."], _blurred,
-       heldout=True, alert="ALERT: the last photo was blurred by motion."),
+    _t(
+        "zigzag",
+        "multi",
+        DRONE,
+        [
+            "Zigzag ahead {n} times: right {dist}, forward {dist}, left {dist}, forward {dist}.",
+            "Fly a zigzag of {n} rounds with {dist} legs, right, forward, left, forward.",
+        ],
+        _zigzag,
+    ),
+    _t(
+        "blocked",
+        "error",
+        DRONE,
+        ["Go forward {dist}.", "Fly ahead {dist}."],
+        _blocked,
+        alert="ALERT: mf failed: something blocks the way at this height.",
+    ),
+    _t(
+        "lost",
+        "error",
+        DRONE,
+        ["Take a photo of the {o}.", "Fly to the {o} and photograph it."],
+        _lost,
+        alert="ALERT: g('{o}') failed: the {o} is not in view.",
+    ),
+    _t(
+        "blurred",
+        "error",
+        DRONE,
+        ["Take a picture of the {o}.", "Photograph the {o} again."],
+        _blurred,
+        heldout=True,
+        alert="ALERT: the last photo was blurred by motion.",
+    ),
     _t("pick", "single", ARMS, ["Pick up the {o}.", "Grab the {o}.", "Take the {o}.", "Lift the {o}."], _pick),
-    _t("put", "multi", ARMS, ["Put the {o} in the {p}.", "Place the {o} into the {p}.", "Move the {o} to the {p}.",
-                              "Could you drop the {o} in the {p}?"], _put),
-    _t("put_two", "multi", ARMS, ["Put the {a} and the {b} in the {p}.", "Move both the {a} and the {b} to the {p}.",
-                                  "Place the {a} and then the {b} into the {p}."], _put_two),
-    _t("clear", "vague", ARMS, ["Clear the table into the {p}.", "Tidy everything up into the {p}.",
-                                "Put all the objects in the {p}."], _clear),
-    _t("multi_arm", "multi", ARMS, ["{steps#}", "{steps:, then }.", "First {steps:, then }.",
-                                    "{steps:; after that, }."],
-       _multi_arm),
-    _t("back_and_forth", "repeat", ARMS, ["Move the {o} from the {a} to the {b} and back, {n} times.",
-                                          "Shuttle the {o} between the {a} and the {b} {n} times."],
-       _back_and_forth, heldout=True),
-    _t("arm_search", "search", MINI_ARM, ["Is there a {o}? If so, put it in the {p}.",
-                                          "Look for a {o} and put it in the {p} if you find one.",
-                                          "If you can find the {o}, place it in the {p}."], _arm_search),
-    _t("holding", "conditional", PY_ARM, ["If you are holding something, put it in the {p}.",
-                                          "Drop whatever is in the gripper into the {p}.",
-                                          "If the gripper holds an object, release it in the {p}."], _holding),
-    _t("slipped", "error", ARMS, ["Put it in the {p}.", "Try again to put the {o} in the {p}."], _slipped,
-       alert="ALERT: the {o} slipped out of the gripper."),
-    _t("full", "error", ARMS, ["Put the {o} in the {p}.", "Store the {o} in the {p}."], _full,
-       alert="ALERT: the {p} is full; use the {q} instead."),
+    _t(
+        "put",
+        "multi",
+        ARMS,
+        [
+            "Put the {o} in the {p}.",
+            "Place the {o} into the {p}.",
+            "Move the {o} to the {p}.",
+            "Could you drop the {o} in the {p}?",
+        ],
+        _put,
+    ),
+    _t(
+        "put_two",
+        "multi",
+        ARMS,
+        [
+            "Put the {a} and the {b} in the {p}.",
+            "Move both the {a} and the {b} to the {p}.",
+            "Place the {a} and then the {b} into the {p}.",
+        ],
+        _put_two,
+    ),
+    _t(
+        "clear",
+        "vague",
+        ARMS,
+        ["Clear the table into the {p}.", "Tidy everything up into the {p}.", "Put all the objects in the {p}."],
+        _clear,
+    ),
+    _t(
+        "multi_arm",
+        "multi",
+        ARMS,
+        ["{steps#}", "{steps:, then }.", "First {steps:, then }.", "{steps:; after that, }."],
+        _multi_arm,
+    ),
+    _t(
+        "back_and_forth",
+        "repeat",
+        ARMS,
+        [
+            "Move the {o} from the {a} to the {b} and back, {n} times.",
+            "Shuttle the {o} between the {a} and the {b} {n} times.",
+        ],
+        _back_and_forth,
+        heldout=True,
+    ),
+    _t(
+        "arm_search",
+        "search",
+        MINI_ARM,
+        [
+            "Is there a {o}? If so, put it in the {p}.",
+            "Look for a {o} and put it in the {p} if you find one.",
+            "If you can find the {o}, place it in the {p}.",
+        ],
+        _arm_search,
+    ),
+    _t(
+        "holding",
+        "conditional",
+        PY_ARM,
+        [
+            "If you are holding something, put it in the {p}.",
+            "Drop whatever is in the gripper into the {p}.",
+            "If the gripper holds an object, release it in the {p}.",
+        ],
+        _holding,
+    ),
+    _t(
+        "slipped",
+        "error",
+        ARMS,
+        ["Put it in the {p}.", "Try again to put the {o} in the {p}."],
+        _slipped,
+        alert="ALERT: the {o} slipped out of the gripper.",
+    ),
+    _t(
+        "full",
+        "error",
+        ARMS,
+        ["Put the {o} in the {p}.", "Store the {o} in the {p}."],
+        _full,
+        alert="ALERT: the {p} is full; use the {q} instead.",
+    ),
     _t("absent_say", "absent", PY_ARM, ["Pick up the {o}.", "Hand me the {o}."], _arm_absent_say),
-    _t("wait_say", "single", MINI_ARM, ["Wait {s}, then say 'ready'.", "Pause for {s} and report 'ready'."],
-       _arm_wait_say, heldout=True),
+    _t(
+        "wait_say",
+        "single",
+        MINI_ARM,
+        ["Wait {s}, then say 'ready'.", "Pause for {s} and report 'ready'."],
+        _arm_wait_say,
+        heldout=True,
+    ),
     _t("report", "single", ARMS, ["Say '{t}'.", "Report '{t}'.", "Tell the operator '{t}'."], _report),
     _t("repeat_drone", "repeat", DRONE, _REPEAT_WORDS, _repeat_drone),
     _t("repeat_arm", "repeat", ARMS, _REPEAT_WORDS, _repeat_arm),
-    _t("if_seen_drone", "search", DRONE, ["If you see the {o}, {steps:, then }.",
-                                          "Check for the {o}; if it is there, {steps: and then }.",
-                                          "Should the {o} be in view, {steps:, then }.",
-                                          "Only if the {o} shows up: {steps: and }."], _if_seen_drone),
-    _t("if_seen_arm", "search", MINI_ARM, ["If you see the {o}, {steps:, then }.",
-                                           "Check for the {o}; if it is there, {steps: and then }.",
-                                           "Should the {o} be on the table, {steps:, then }.",
-                                           "Only if the {o} shows up: {steps: and }."], _if_seen_arm),
-    _t("step_then_repeat", "repeat", DRONE, ["{a}, then {b} {n} times.", "First {a}; after that {b}, {n} times.",
-                                             "{a}, and then {n} times: {b}.", "{a} before you {b} {n} times."],
-       _step_then_repeat),
-    _t("after_failure_drone", "error", DRONE, _NEW_PLAN_WORDS, _after_failure_drone,
-       alert="{failure}"),
-    _t("turn_around_goto", "multi", DRONE, ["{around} and fly to the {o}.", "The {o} is behind you: {around}, then "
-                                            "go to it.", "First {around}; then approach the {o}."], _turn_around_goto),
-    _t("behind_photo", "multi", DRONE, ["{around} and take a picture.", "Photograph what is behind you.",
-                                        "{around}, then snap a photo."], _behind_photo),
+    _t(
+        "if_seen_drone",
+        "search",
+        DRONE,
+        [
+            "If you see the {o}, {steps:, then }.",
+            "Check for the {o}; if it is there, {steps: and then }.",
+            "Should the {o} be in view, {steps:, then }.",
+            "Only if the {o} shows up: {steps: and }.",
+        ],
+        _if_seen_drone,
+    ),
+    _t(
+        "if_seen_arm",
+        "search",
+        MINI_ARM,
+        [
+            "If you see the {o}, {steps:, then }.",
+            "Check for the {o}; if it is there, {steps: and then }.",
+            "Should the {o} be on the table, {steps:, then }.",
+            "Only if the {o} shows up: {steps: and }.",
+        ],
+        _if_seen_arm,
+    ),
+    _t(
+        "step_then_repeat",
+        "repeat",
+        DRONE,
+        [
+            "{a}, then {b} {n} times.",
+            "First {a}; after that {b}, {n} times.",
+            "{a}, and then {n} times: {b}.",
+            "{a} before you {b} {n} times.",
+        ],
+        _step_then_repeat,
+    ),
+    _t("after_failure_drone", "error", DRONE, _NEW_PLAN_WORDS, _after_failure_drone, alert="{failure}"),
+    _t(
+        "turn_around_goto",
+        "multi",
+        DRONE,
+        [
+            "{around} and fly to the {o}.",
+            "The {o} is behind you: {around}, then go to it.",
+            "First {around}; then approach the {o}.",
+        ],
+        _turn_around_goto,
+    ),
+    _t(
+        "behind_photo",
+        "multi",
+        DRONE,
+        ["{around} and take a picture.", "Photograph what is behind you.", "{around}, then snap a photo."],
+        _behind_photo,
+    ),
     _t("question_drone", "question", DRONE, ["{q}", "Tell me: {q}", "Quick question. {q}"], _question_drone),
-    _t("question_arm", "question", ARMS, ["Is there a {o} on the table?", "Can you see a {o}?",
-                                          "Tell me whether there is a {o}."], _question_arm),
+    _t(
+        "question_arm",
+        "question",
+        ARMS,
+        ["Is there a {o} on the table?", "Can you see a {o}?", "Tell me whether there is a {o}."],
+        _question_arm,
+    ),
     _t("impossible", "impossible", DRONE + ARMS, ["Please {job}.", "{job}.", "Could you {job} for me?"], _impossible),
-    _t("hazard_alert", "error", DRONE, ["{reply}", "{reply}", "Deal with it. {reply}"], _hazard_alert,
-       alert="ALERT: {hazard}."),
-    _t("hazard_artifact", "error", DRONE, [
-        "You provided me with plan {plan}, but {speaker} encountered a failure because {hazard}. "
-        "Execution history: {done} {reply}",
-        "The plan {plan} failed because {hazard}. Executed so far: {done} {reply}",
-        "Your plan {plan} had to stop: {hazard}. Already done: {done} {reply}"], _hazard_artifact, alert="[E]"),
-    _t("arm_alert", "error", ARMS, ["Carry on with the {o} and the {p}.", "Finish putting the {o} in the {p}.",
-                                    "Recover and put the {o} in the {p}."], _arm_alert, alert="ALERT: {failure}."),
-    _t("arm_artifact", "error", MINI_ARM, [
-        "You provided me with plan {plan}, but {speaker} encountered a failure because {failure}. "
-        "Execution history: g('{o}');",
-        "The plan {plan} failed because {failure}. Executed so far: g('{o}');"],
-       _arm_failure, alert="[E]"),
+    _t(
+        "hazard_alert",
+        "error",
+        DRONE,
+        ["{reply}", "{reply}", "Deal with it. {reply}"],
+        _hazard_alert,
+        alert="ALERT: {hazard}.",
+    ),
+    _t(
+        "hazard_artifact",
+        "error",
+        DRONE,
+        [
+            "You provided me with plan {plan}, but {speaker} encountered a failure because {hazard}. "
+            "Execution history: {done} {reply}",
+            "The plan {plan} failed because {hazard}. Executed so far: {done} {reply}",
+            "Your plan {plan} had to stop: {hazard}. Already done: {done} {reply}",
+        ],
+        _hazard_artifact,
+        alert="[E]",
+    ),
+    _t(
+        "arm_alert",
+        "error",
+        ARMS,
+        [
+            "Carry on with the {o} and the {p}.",
+            "Finish putting the {o} in the {p}.",
+            "Recover and put the {o} in the {p}.",
+        ],
+        _arm_alert,
+        alert="ALERT: {failure}.",
+    ),
+    _t(
+        "arm_artifact",
+        "error",
+        MINI_ARM,
+        [
+            "You provided me with plan {plan}, but {speaker} encountered a failure because {failure}. "
+            "Execution history: g('{o}');",
+            "The plan {plan} failed because {failure}. Executed so far: g('{o}');",
+        ],
+        _arm_failure,
+        alert="[E]",
+    ),
     _t("replan_drone", "error", DRONE, ["{_text}"], _replan_drone, alert="[replan]"),
     _t("replan_arm", "error", MINI_ARM, ["{_text}"], _replan_arm, alert="[replan]"),
-    _t("sort_colour", "multi", ARMS, ["Sort the {kind}s by colour into the matching {holders}.",
-                                      "Put each {kind} in the {holder} of its colour.",
-                                      "Match every {kind} to the same-coloured {holder}."], _sort_colour),
-    _t("spatial_drone", "spatial", DRONE, ["Fly to {which}.", "Go to {which} and take a photo.",
-                                           "Approach {which}."], _spatial_drone),
-    _t("spatial_arm", "spatial", ARMS, ["Put {which} in the {p}.", "Move {which} to the {p}.",
-                                        "Take {which} and drop it in the {p}."], _spatial_arm),
+    _t(
+        "sort_colour",
+        "multi",
+        ARMS,
+        [
+            "Sort the {kind}s by colour into the matching {holders}.",
+            "Put each {kind} in the {holder} of its colour.",
+            "Match every {kind} to the same-coloured {holder}.",
+        ],
+        _sort_colour,
+    ),
+    _t(
+        "spatial_drone",
+        "spatial",
+        DRONE,
+        ["Fly to {which}.", "Go to {which} and take a photo.", "Approach {which}."],
+        _spatial_drone,
+    ),
+    _t(
+        "spatial_arm",
+        "spatial",
+        ARMS,
+        ["Put {which} in the {p}.", "Move {which} to the {p}.", "Take {which} and drop it in the {p}."],
+        _spatial_arm,
+    ),
     _t("after_failure_arm", "error", ARMS, _NEW_PLAN_WORDS, _after_failure_arm, alert="{failure}"),
 ]
 
@@ -859,8 +1307,8 @@ def _fill(phrasing: str, fields: dict) -> str:
         elif key == "steps" and "{steps:" in text:
             start = text.index("{steps:")
             end = text.index("}", start)
-            joiner = text[start + len("{steps:"):end]
-            text = text[:start] + joiner.join(phrase for phrase, _ in value) + text[end + 1:]
+            joiner = text[start + len("{steps:") : end]
+            text = text[:start] + joiner.join(phrase for phrase, _ in value) + text[end + 1 :]
         else:
             text = text.replace("{" + key + "}", str(value))
     text = " ".join(text.split())
@@ -881,8 +1329,13 @@ def _scene(rng: random.Random, skill_set: str) -> tuple[list[str], list[str]]:
     return chosen, rng.sample(absent, 3)
 
 
-def _scene_text(rng: random.Random, scene: list[str], instruction: str, alert: str,
-                boxes: list[tuple[str, float, float, float]] | None = None) -> str:
+def _scene_text(
+    rng: random.Random,
+    scene: list[str],
+    instruction: str,
+    alert: str,
+    boxes: list[tuple[str, float, float, float]] | None = None,
+) -> str:
     """The task in one of the two input styles: the project's (`Scene: [a, b]. ...`, an alert
     before it) or the artifact's with detector boxes (`Scene: [a x:.. y:.. width:.. height:..],
     Task: [A] ...`, `[E]` for an error follow-up). `boxes`: (name, x, y, width) placed on purpose."""
@@ -891,8 +1344,9 @@ def _scene_text(rng: random.Random, scene: list[str], instruction: str, alert: s
     if alert == "[E]":
         return f"Scene: [{_boxes(rng, scene) if rng.random() < 0.5 else ', '.join(scene)}], Task: [E] {instruction}"
     if boxes:
-        listed = ", ".join(f"{n} x:{x:.2f} y:{y:.2f} width:{w:.2f} height:{w * rng.uniform(0.8, 1.6):.2f}"
-                           for n, x, y, w in boxes)
+        listed = ", ".join(
+            f"{n} x:{x:.2f} y:{y:.2f} width:{w:.2f} height:{w * rng.uniform(0.8, 1.6):.2f}" for n, x, y, w in boxes
+        )
         return f"Scene: [{listed}], Task: [A] {instruction}"
     if rng.random() < 0.7 or alert:
         return f"{alert + ' ' if alert else ''}Scene: [{', '.join(scene)}]. {instruction}".rstrip()
@@ -900,8 +1354,11 @@ def _scene_text(rng: random.Random, scene: list[str], instruction: str, alert: s
 
 
 def _boxes(rng: random.Random, scene: list[str]) -> str:
-    return ", ".join(f"{o} x:{rng.random():.2f} y:{rng.random():.2f} width:{rng.uniform(0.03, 0.3):.2f} "
-                     f"height:{rng.uniform(0.03, 0.3):.2f}" for o in scene)
+    return ", ".join(
+        f"{o} x:{rng.random():.2f} y:{rng.random():.2f} width:{rng.uniform(0.03, 0.3):.2f} "
+        f"height:{rng.uniform(0.03, 0.3):.2f}"
+        for o in scene
+    )
 
 
 def _count_steps(actions: list) -> int:
@@ -953,12 +1410,27 @@ def build_corpus(per_template: int = 50, seed: int = 0) -> list[CorpusRow]:
                 check = check_generated_plan(skill_set, task_input, plan)
                 outside = check_plan(skill_set, plan, strict=True, scope=TaskScope.of_task(task_input))
                 if not check.valid or outside or not check_task(skill_set, plan, needs).does_task:
-                    raise AssertionError(f"template {template.name} wrote a plan that fails its own checks for "
-                                         f"{name}: {task_input!r} {plan!r} {check.problems} {outside or ''}")
+                    raise AssertionError(
+                        f"template {template.name} wrote a plan that fails its own checks for "
+                        f"{name}: {task_input!r} {plan!r} {check.problems} {outside or ''}"
+                    )
                 heldout = template.heldout or (len(template.phrasings) >= 3 and phrasing == len(template.phrasings) - 1)
-                rows.append(CorpusRow(f"{name}/{template.name}/{len(seen):03d}", name, SKILL_SETS[name], template.name,
-                                      phrasing, template.kind, "heldout" if heldout else "tune", task_input, plan,
-                                      list(needs.skills), list(needs.objects), _count_steps(actions)))
+                rows.append(
+                    CorpusRow(
+                        f"{name}/{template.name}/{len(seen):03d}",
+                        name,
+                        SKILL_SETS[name],
+                        template.name,
+                        phrasing,
+                        template.kind,
+                        "heldout" if heldout else "tune",
+                        task_input,
+                        plan,
+                        list(needs.skills),
+                        list(needs.objects),
+                        _count_steps(actions),
+                    )
+                )
     return rows
 
 

@@ -10,8 +10,28 @@ from __future__ import annotations
 
 import random
 
-_SMALL = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-          "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+_SMALL = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
 _TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 
 
@@ -33,13 +53,19 @@ def number(rng: random.Random, n: int) -> str:
 MOVE_WORDS = {
     "forward": (["forward", "ahead", "straight ahead", "forwards", "onward"], ["advance", "push forward"]),
     "back": (["back", "backward", "backwards", "in reverse"], ["back up", "reverse", "retreat", "back off"]),
-    "left": (["left", "to the left", "sideways to the left", "leftward"], ["strafe left", "slide left",
-                                                                          "sidestep left", "shift left"]),
-    "right": (["right", "to the right", "sideways to the right", "rightward"], ["strafe right", "slide right",
-                                                                               "sidestep right", "shift right"]),
+    "left": (
+        ["left", "to the left", "sideways to the left", "leftward"],
+        ["strafe left", "slide left", "sidestep left", "shift left"],
+    ),
+    "right": (
+        ["right", "to the right", "sideways to the right", "rightward"],
+        ["strafe right", "slide right", "sidestep right", "shift right"],
+    ),
     "up": (["up", "upward", "higher"], ["climb", "ascend", "rise", "gain altitude", "go higher"]),
-    "down": (["down", "downward", "lower"], ["descend", "drop down", "sink", "lose altitude", "come down",
-                                             "lower yourself"]),
+    "down": (
+        ["down", "downward", "lower"],
+        ["descend", "drop down", "sink", "lose altitude", "come down", "lower yourself"],
+    ),
 }
 MOTION_VERBS = ["fly", "move", "go", "head", "travel", "shift", "drift"]
 
@@ -56,9 +82,12 @@ def distance(rng: random.Random) -> tuple[str, int]:
     if unit < 0.5:
         metres = rng.choice([0.5, 1, 1.5, 2, 2.5, 3, 4])
         cm = round(metres * 100)
-        spoken = {0.5: ["half a meter", "half a metre", "0.5 m"], 1: ["one meter", "a meter", "1 m", "1 metre"],
-                  1.5: ["one and a half meters", "1.5 m", "a meter and a half"],
-                  2.5: ["two and a half meters", "2.5 meters"]}.get(metres)
+        spoken = {
+            0.5: ["half a meter", "half a metre", "0.5 m"],
+            1: ["one meter", "a meter", "1 m", "1 metre"],
+            1.5: ["one and a half meters", "1.5 m", "a meter and a half"],
+            2.5: ["two and a half meters", "2.5 meters"],
+        }.get(metres)
         if spoken:
             return rng.choice(spoken), cm
         return f"{number(rng, int(metres))} {rng.choice(['meters', 'metres', 'm'])}", cm
@@ -76,14 +105,20 @@ def move_phrase(rng: random.Random, direction: str) -> tuple[str, int]:
     return (f"{verb} {adverb} {words}" if rng.random() < 0.6 else f"{verb} {words} {adverb}"), cm
 
 
-_TURN_SIDES = {"cw": ["right", "clockwise", "to the right"],
-               "ccw": ["left", "counterclockwise", "counter-clockwise", "anticlockwise", "to the left"]}
+_TURN_SIDES = {
+    "cw": ["right", "clockwise", "to the right"],
+    "ccw": ["left", "counterclockwise", "counter-clockwise", "anticlockwise", "to the left"],
+}
 
 
 def angle(rng: random.Random) -> tuple[str, int]:
     deg = rng.choice([15, 30, 45, 60, 90, 90, 120, 135, 180, 270, 360])
-    spoken = {90: ["a quarter turn", "90°", "ninety degrees"], 180: ["half a turn", "180 degrees"],
-              360: ["a full circle", "a full turn", "360 degrees"], 45: ["45°", "forty-five degrees"]}.get(deg, [])
+    spoken = {
+        90: ["a quarter turn", "90°", "ninety degrees"],
+        180: ["half a turn", "180 degrees"],
+        360: ["a full circle", "a full turn", "360 degrees"],
+        45: ["45°", "forty-five degrees"],
+    }.get(deg, [])
     return rng.choice(spoken + [f"{deg} degrees", f"{deg} deg"]), deg
 
 
@@ -94,8 +129,14 @@ def turn_phrase(rng: random.Random, side: str) -> tuple[str, int]:
     return (f"{verb} {side_words} {words}" if rng.random() < 0.5 else f"{verb} {words} {side_words}"), deg
 
 
-TURN_AROUND = ["turn around", "face the other way", "look behind you", "turn to face behind you", "do an about-face",
-               "spin round to face backwards"]
+TURN_AROUND = [
+    "turn around",
+    "face the other way",
+    "look behind you",
+    "turn to face behind you",
+    "do an about-face",
+    "spin round to face backwards",
+]
 
 
 def voice(rng: random.Random, instruction: str) -> str:
@@ -105,8 +146,12 @@ def voice(rng: random.Random, instruction: str) -> str:
     if pick < 0.45:
         return instruction
     if pick < 0.6:
-        return rng.choice(["Please ", "Could you ", "Can you ", "Would you kindly ", "Hey robot, ",
-                           "Okay, "]) + text[0].lower() + text[1:] + rng.choice([".", "?", " please.", ", thanks."])
+        return (
+            rng.choice(["Please ", "Could you ", "Can you ", "Would you kindly ", "Hey robot, ", "Okay, "])
+            + text[0].lower()
+            + text[1:]
+            + rng.choice([".", "?", " please.", ", thanks."])
+        )
     if pick < 0.7:
         return text[0].lower() + text[1:]  # terse, no full stop
     if pick < 0.8:

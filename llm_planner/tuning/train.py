@@ -19,9 +19,9 @@ import json
 import math
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from llm_planner.catalog.scene import render_task
 from llm_planner.catalog.skills import load_skill_set
@@ -57,13 +57,13 @@ def encode_example(tokenizer, row: CorpusRow, max_tokens: int) -> tuple[list[int
     full = tokenizer.apply_chat_template(chat_messages(row), tokenize=False)
     prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
     ids = tokenizer.encode(full, add_special_tokens=False)
-    if ids[:len(prompt_ids)] != prompt_ids:
+    if ids[: len(prompt_ids)] != prompt_ids:
         raise ValueError(f"{row.id}: the chat template does not extend the prompt with the answer")
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    answer_end = ids.index(end, len(prompt_ids)) + 1 if end in ids[len(prompt_ids):] else len(ids)
-    ids = ids[:min(answer_end, max_tokens)]
-    labels = [-100] * len(prompt_ids) + ids[len(prompt_ids):]
-    return ids, labels[:len(ids)]
+    answer_end = ids.index(end, len(prompt_ids)) + 1 if end in ids[len(prompt_ids) :] else len(ids)
+    ids = ids[: min(answer_end, max_tokens)]
+    labels = [-100] * len(prompt_ids) + ids[len(prompt_ids) :]
+    return ids, labels[: len(ids)]
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,9 @@ def with_shared_prefixes(encoded: list[tuple[list[int], list[int]]], groups: lis
 
 def tuning_examples(tokenizer, rows: list[CorpusRow], max_tokens: int) -> list[Example]:
     """The rows' chats, encoded, each group a skill set."""
-    return with_shared_prefixes([encode_example(tokenizer, row, max_tokens) for row in rows],
-                                [row.skill_set for row in rows])
+    return with_shared_prefixes(
+        [encode_example(tokenizer, row, max_tokens) for row in rows], [row.skill_set for row in rows]
+    )
 
 
 def batch_loss(model, batch: list[Example], pad: int, device: str):
@@ -108,26 +109,31 @@ def batch_loss(model, batch: list[Example], pad: int, device: str):
     causal_lm = model.get_base_model()
     prefixes: dict[tuple[int, ...], int] = {}
     for example in batch:
-        prefixes.setdefault(tuple(example.ids[:example.prefix]), len(prefixes))
+        prefixes.setdefault(tuple(example.ids[: example.prefix]), len(prefixes))
     width = max(len(p) for p in prefixes)
     prefix_ids = torch.tensor([list(p) + [pad] * (width - len(p)) for p in prefixes], device=device)
     prefix_mask = torch.tensor([[1] * len(p) + [0] * (width - len(p)) for p in prefixes], device=device)
     decoder = causal_lm.get_decoder()
     cache = decoder(input_ids=prefix_ids, attention_mask=prefix_mask, use_cache=True).past_key_values
-    rows = torch.tensor([prefixes[tuple(e.ids[:e.prefix])] for e in batch], device=device)
+    rows = torch.tensor([prefixes[tuple(e.ids[: e.prefix])] for e in batch], device=device)
     cache.batch_select_indices(rows)  # each example's prefix row (an index, so gradients reach it)
-    rest = [e.ids[e.prefix:] for e in batch]
+    rest = [e.ids[e.prefix :] for e in batch]
     length = max(len(r) for r in rest)
     input_ids = torch.tensor([r + [pad] * (length - len(r)) for r in rest], device=device)
     rest_mask = torch.tensor([[1] * len(r) + [0] * (length - len(r)) for r in rest], device=device)
     # Keys of the prefix sit at columns 0..width-1 of the cache; positions (for RoPE) continue
     # each example's own prefix, the mask hides the padding between the two.
     position_ids = torch.tensor([[e.prefix + i for i in range(length)] for e in batch], device=device)
-    hidden = decoder(input_ids=input_ids, attention_mask=torch.cat([prefix_mask[rows], rest_mask], 1),
-                     position_ids=position_ids, past_key_values=cache).last_hidden_state
+    hidden = decoder(
+        input_ids=input_ids,
+        attention_mask=torch.cat([prefix_mask[rows], rest_mask], 1),
+        position_ids=position_ids,
+        past_key_values=cache,
+    ).last_hidden_state
     # Position j of the rest predicts token j + 1 of the rest.
-    targets = torch.tensor([e.labels[e.prefix + 1:] + [-100] * (length - len(e.ids) + e.prefix) for e in batch],
-                           device=device)
+    targets = torch.tensor(
+        [e.labels[e.prefix + 1 :] + [-100] * (length - len(e.ids) + e.prefix) for e in batch], device=device
+    )
     learned = targets != -100
     return F.cross_entropy(causal_lm.get_output_embeddings()(hidden[:, :-1][learned]).float(), targets[learned])
 
@@ -140,15 +146,22 @@ def epoch_batches(examples: list[Example], size: int, rng: random.Random) -> lis
     window = size * 8
     batches = []
     for start in range(0, len(order), window):
-        chunk = sorted(order[start:start + window], key=lambda i: len(examples[i].ids))
-        batches += [chunk[i:i + size] for i in range(0, len(chunk), size)]
+        chunk = sorted(order[start : start + window], key=lambda i: len(examples[i].ids))
+        batches += [chunk[i : i + size] for i in range(0, len(chunk), size)]
     rng.shuffle(batches)
     return batches
 
 
-def tune(base_dir: Path, rows: list[CorpusRow], out_dir: Path, settings: TuneSettings = TuneSettings(),
-         bf16: bool = False, device: str = "cpu", threads: int | None = None,
-         log: Callable[[str], None] = print) -> dict:
+def tune(
+    base_dir: Path,
+    rows: list[CorpusRow],
+    out_dir: Path,
+    settings: TuneSettings = TuneSettings(),
+    bf16: bool = False,
+    device: str = "cpu",
+    threads: int | None = None,
+    log: Callable[[str], None] = print,
+) -> dict:
     """Train a LoRA adapter on `rows` and save it (safetensors, bfloat16) with its settings;
     returns what the run measured. `threads`: torch's CPU threads (default: torch's own)."""
     import torch
@@ -162,15 +175,21 @@ def tune(base_dir: Path, rows: list[CorpusRow], out_dir: Path, settings: TuneSet
     rng = random.Random(settings.seed)
     tokenizer = AutoTokenizer.from_pretrained(str(base_dir))
     model = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=torch.float32).to(device)
-    config = LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
-                        target_modules=TARGET_MODULES, task_type="CAUSAL_LM")
+    config = LoraConfig(
+        r=settings.rank,
+        lora_alpha=settings.alpha,
+        lora_dropout=settings.dropout,
+        target_modules=TARGET_MODULES,
+        task_type="CAUSAL_LM",
+    )
     model = get_peft_model(model, config)
     examples = tuning_examples(tokenizer, rows, settings.max_tokens)
     steps_per_epoch = math.ceil(len(examples) / settings.batch_size)
     total_steps = max(1, round(steps_per_epoch * settings.epochs))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=settings.learning_rate)
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min(1.0, (step + 1) / 20) * max(0.0, 1 - step / total_steps))
+        optimizer, lambda step: min(1.0, (step + 1) / 20) * max(0.0, 1 - step / total_steps)
+    )
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     model.train()
     started, tokens, losses = time.monotonic(), 0, []
@@ -189,17 +208,26 @@ def tune(base_dir: Path, rows: list[CorpusRow], out_dir: Path, settings: TuneSet
         losses.append(float(loss.detach()))
         if step % 20 == 0 or step == total_steps - 1:
             elapsed = time.monotonic() - started
-            log(f"step {step + 1}/{total_steps}: loss {sum(losses[-20:]) / len(losses[-20:]):.3f}, "
-                f"{tokens / max(elapsed, 1e-9):.0f} tokens/s, {elapsed / 60:.1f} min")
+            log(
+                f"step {step + 1}/{total_steps}: loss {sum(losses[-20:]) / len(losses[-20:]):.3f}, "
+                f"{tokens / max(elapsed, 1e-9):.0f} tokens/s, {elapsed / 60:.1f} min"
+            )
     out_dir.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().to(torch.bfloat16).cpu().contiguous() for k, v in get_peft_model_state_dict(model).items()}
     save_file(state, str(out_dir / "adapter_model.safetensors"))
     model.peft_config["default"].save_pretrained(str(out_dir))
-    result = {"base_model": base_dir.name, "skill_sets": sorted({r.skill_set for r in rows}),
-              "examples": len(examples), "steps": total_steps, "tokens": tokens,
-              "minutes": round((time.monotonic() - started) / 60, 1), "final_loss": round(sum(losses[-20:]) /
-                                                                                          len(losses[-20:]), 4),
-              "bf16": bf16, "device": device, "threads": torch.get_num_threads() if device == "cpu" else None,
-              "settings": asdict(settings)}
+    result = {
+        "base_model": base_dir.name,
+        "skill_sets": sorted({r.skill_set for r in rows}),
+        "examples": len(examples),
+        "steps": total_steps,
+        "tokens": tokens,
+        "minutes": round((time.monotonic() - started) / 60, 1),
+        "final_loss": round(sum(losses[-20:]) / len(losses[-20:]), 4),
+        "bf16": bf16,
+        "device": device,
+        "threads": torch.get_num_threads() if device == "cpu" else None,
+        "settings": asdict(settings),
+    }
     (out_dir / "training.json").write_text(json.dumps(result, indent=1) + "\n")
     return result

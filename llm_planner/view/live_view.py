@@ -11,8 +11,9 @@ import json
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from llm_planner.domain.decisions import Decision, DecisionTrace, Iteration, Kind, Reason
 from llm_planner.domain.tasks import TaskRecord
@@ -47,18 +48,31 @@ Sink = Callable[[str, str], None]  # (topic, the message as JSON)
 
 
 class LiveView:
-    def __init__(self, port: int | None = None, mcap: str | Path | None = None, sink: Sink | None = None,
-                 time_ns: Callable[[], int] | None = None, period_s: float = SNAPSHOT_PERIOD_S) -> None:
+    def __init__(
+        self,
+        port: int | None = None,
+        mcap: str | Path | None = None,
+        sink: Sink | None = None,
+        time_ns: Callable[[], int] | None = None,
+        period_s: float = SNAPSHOT_PERIOD_S,
+    ) -> None:
         """`port`: serve the channels on 127.0.0.1 (0: any free port; None: no server).
         `mcap`: also write them to this file. `sink`: also hand each message to it.
         `time_ns`: each message's log time (default: the planner clock's seconds)."""
         import foxglove
 
         self._context = foxglove.Context()
-        self._channels = {topic: foxglove.Channel(topic, message_encoding="json", context=self._context,
-                                                  schema=foxglove.Schema(name=SCHEMA_NAMES[topic], encoding="jsonschema",
-                                                                         data=json.dumps(schema).encode()))
-                          for topic, schema in SCHEMAS.items()}
+        self._channels = {
+            topic: foxglove.Channel(
+                topic,
+                message_encoding="json",
+                context=self._context,
+                schema=foxglove.Schema(
+                    name=SCHEMA_NAMES[topic], encoding="jsonschema", data=json.dumps(schema).encode()
+                ),
+            )
+            for topic, schema in SCHEMAS.items()
+        }
         self._server = self._serve(foxglove, port) if port is not None else None
         self._mcap = None
         if mcap is not None:
