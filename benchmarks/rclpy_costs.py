@@ -1,4 +1,4 @@
-"""What a few rclpy operations cost here, each holding the GIL (docs/performance.md):
+"""What a few rclpy operations cost here, each holding the GIL (docs/performance/ros-path.md):
 one turn of rclpy's SingleThreadedExecutor and of llm_planner's NodeExecutor (ros/rclpy_compat.py) for a node that
 holds one action client (as a robot link does), woken by a guard condition;
 `ActionClient.server_is_ready()` with 1 and 50 robots' action servers in the process; and

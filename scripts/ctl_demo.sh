@@ -1,5 +1,5 @@
 #!/bin/bash
-# docs/ros.md: a cancel, an urgency change, a gate that stops a call and a denied approval,
+# docs/ros/control.md: a cancel, an urgency change, a gate that stops a call and a denied approval,
 # with llm-planner-ctl on config/fleet_gated.yaml (sim engine, simulated robots, ROS_DOMAIN_ID 88).
 # Usage: scripts/ctl_demo.sh (about a minute; the fleet's log goes to out/ctl-fleet.log)
 mkdir -p out

@@ -2,7 +2,7 @@
 (for the engine, or idle for new work) and so gives up the GIL: benchmarks/ros_overhead.py
 with the planner's robot port, the engine's steps and the planner's idle turns timed, then,
 for each goal the planner decided on, the time from that decision to the planner's next wait.
-A link's thread cannot send the goal before then (docs/performance.md). Printed per scenario,
+A link's thread cannot send the goal before then (docs/performance/ros-path.md). Printed per scenario,
 before ros_overhead's own table of it. The one-process layout only: in the other the planner
 is a process of its own.
 
