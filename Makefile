@@ -11,7 +11,7 @@ export LLM_PLANNER_CACHE := $(CURDIR)/.cache
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export ROS_DOMAIN_ID ?= 61
 
-.PHONY: setup demo demo-sim compare test test-fast bench bench-engine plans profile-engine results check-results clean
+.PHONY: setup demo demo-sim compare test test-fast lint bench bench-engine plans profile-engine results check-results clean
 
 setup: $(BUILT)
 
@@ -67,14 +67,21 @@ demo-sim: setup
 compare: setup
 	$(ENV) lrtrace compare wid1 --policies timely,vllm,vllm-stream,fcfs,edf --seeds 1
 
-# Import contracts first (.importlinter: layers, ROS only in ros/, vLLM only in engine/, no cycles),
-# then the fast loop (the core alone, so a test missing its marker fails here), then every
-# other test.
+# The checks of the code first, in seconds: import contracts (.importlinter: layers, ROS only in
+# ros/, vLLM only in engine/, no cycles, a core without the heavy libraries) and ruff (ruff.toml).
+# Then the fast loop (the core alone, so a test missing its marker fails here), the type checker
+# (setup.cfg, [mypy]), and every other test.
 FAST := not ros and not vllm and not ray and not slow
 test: setup
 	$(ENV) lint-imports
+	$(ENV) ruff check && ruff format --check
 	$(ENV) LLM_PLANNER_CORE_ONLY=1 python -m pytest -q -m "$(FAST)" test
+	$(ENV) mypy
 	$(ENV) LLM_PLANNER_REQUIRE_ROS=1 LLM_PLANNER_REQUIRE_VLLM=1 python -m pytest -q -m "not ($(FAST))" test
+
+# ruff and the type checker alone (what `make test` runs before and after the fast loop).
+lint: setup
+	$(ENV) ruff check && ruff format --check && mypy
 
 # The inner loop: the core without ROS 2, the engine or Ray (tests marked none of `ros`, `vllm`,
 # `ray`, `slow`), in seconds. It refuses to import rclpy, vLLM and Ray, so a test missing its
@@ -113,10 +120,10 @@ bench: setup
 # Every simulated result under docs/results (listed, with its command, in docs/results/simulated.yaml):
 # `results` remakes them, `check-results` reruns them and fails where one differs from the stored.
 results: setup
-	$(ENV) python -m llm_planner.testing.sim_results remake
+	$(ENV) python -m llm_planner.commands.results remake
 
 check-results: setup
-	$(ENV) python -m llm_planner.testing.sim_results check
+	$(ENV) python -m llm_planner.commands.results check
 
 clean:
 	rm -rf $(VENV) .cache out build install log

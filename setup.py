@@ -41,7 +41,8 @@ setup(
         "foxglove-sdk==0.30.3",
     ],
     extras_require={
-        "test": ["pytest>=8", "import-linter>=2.1", "jsonschema>=4", "websockets>=13"],
+        # ruff and mypy pinned: a new release's rules would fail `make test` on unchanged code.
+        "test": ["pytest>=8", "import-linter>=2.1", "jsonschema>=4", "websockets>=13", "ruff==0.17.6", "mypy==2.4.1"],
         # The real engine. CPU: vLLM's CPU build with the CPU torch it pins; GPU: vLLM itself, the
         # same version (engine/vllm_compat.py: the one the code was written and tested for).
         # transformers + accelerate convert the bundled GGUF model, peft merges (and trains) the

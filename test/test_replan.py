@@ -4,7 +4,7 @@ on purpose (catalog/faults.py), through the real planner core on a virtual clock
 import threading
 
 import pytest
-from test_simulation import run_planner
+from driven import run_planner
 
 from llm_planner.catalog.exec_model import load_exec_model
 from llm_planner.catalog.faults import CallFaults, parse_fail_rates

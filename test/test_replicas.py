@@ -4,6 +4,7 @@ placement policy puts each generation on one, and a fault in one fails only its 
 import math
 
 import pytest
+from driven import Driven
 
 from llm_planner.domain.clock import VirtualClock
 from llm_planner.domain.tasks import TaskRequest, TaskState
@@ -11,7 +12,6 @@ from llm_planner.domain.tuf import Tuf
 from llm_planner.engine import SimEngine, load_engine_profile
 from llm_planner.engine.base import EngineError, GenerationRequest
 from llm_planner.lrtrace.compare import parse_counts, parse_placements, variants
-from llm_planner.lrtrace.simulate import EventQueue
 from llm_planner.planning.replicas import ReplicaSet
 from llm_planner.sched.placement import Candidate, ReplicaLoad, make_placement
 
@@ -32,33 +32,13 @@ def request(task_id, robot="drone1", plan="mf(50);tp();mf(50);tp();", urgency="n
 
 def run(config, tokenizer, requests, replicas=2, placement="deadline", max_batch=1, engine_class=SimEngine,
         policy="timely"):
-    """The planner with `replicas` sim engines and simulated robots on a virtual clock, driven
-    as `lrtrace simulate` drives it, until every task has ended."""
-    from llm_planner.dispatch.robot_port import CallTimeSource, SimRobots
-    from llm_planner.planning.planner import Planner
-    from llm_planner.sched.queues import get_policy
-
-    config = config.model_copy(update={"replicas": replicas, "placement": placement,
-                                       "batch": config.batch.model_copy(update={"max_batch_size": max_batch})})
-    clock, events, statuses = VirtualClock(), EventQueue(), []
-    # one replica steps on the planner's clock; several get clocks of their own
-    engines = ReplicaSet([sim_engine(config.engine_profile, tokenizer, engine_class, clock if replicas == 1 else None)
-                          for _ in range(replicas)])
-    planner = Planner(config, get_policy(policy), engines, clock,
-                      lambda listener: SimRobots(events.push, clock.now, CallTimeSource(0), listener),
-                      statuses.append)
-    for r in requests:
-        events.push(r.arrival_s, lambda r=r: planner.submit(r))
-    planner.warm_up()
-    while True:
-        while events and events.next_time() <= clock.now():
-            events.pop()()
-        if planner.step(events.next_time() if events else math.inf):
-            continue
-        if not events:
-            break
-        clock.advance_to(events.next_time())
-    return planner, statuses
+    """The planner with `replicas` sim engines, driven as `lrtrace simulate` drives it, until
+    every task has ended."""
+    driven = Driven(config, tokenizer, policy, max_batch, engine_class, replicas=replicas, placement=placement,
+                    warm_up=True)
+    driven.submit(requests)
+    driven.run()
+    return driven.planner, driven.statuses
 
 
 # ----------------------------------------------------------------- stepping side by side

@@ -4,7 +4,8 @@ import random
 import pytest
 
 from llm_planner.domain.tuf import Tuf
-from llm_planner.sched.queues import PudQueue, QueueEntry, StaticQueue, bucket_gen_time, get_policy
+from llm_planner.sched.queues import PudQueue, QueueEntry, StaticQueue, bucket_gen_time
+from llm_planner.sched.policies import get_policy
 from llm_planner.testing.naive_queue import NaiveRebuildQueue
 
 NORMAL, URGENT = Tuf(1, 1, 1.5), Tuf(2, 0.2, 0.5)
@@ -169,7 +170,7 @@ def test_rtlm_consolidates_batches_of_similar_predicted_length():
 
     controller = BatchController(BatchConfig(), engine=None, latency_guided=False, preemptive=False,
                                  consolidation=RtlmConfig(batch_size=3, consolidation=math.log(2)))
-    plan = lambda tokens: SimpleNamespace(expected_remaining_tokens=tokens)  # noqa: E731
+    plan = lambda tokens: SimpleNamespace(priced_plan_tokens_left=tokens)  # noqa: E731
     batch = [plan(20), plan(30)]  # median 25
     assert controller._consolidates(plan(45), batch)  # within a factor 2
     assert not controller._consolidates(plan(60), batch)
@@ -193,7 +194,7 @@ def _member(gid, e, deadline_s, in_engine):
 
     return SimpleNamespace(task_id=gid, request=None, entry=e, in_engine=in_engine,
                            replica=0 if in_engine else None, tokens=0, seg_tokens=0, expected_segment_tokens=20,
-                           typical_segment_tokens=20, deadline_s=deadline_s, expected_remaining_tokens=20)
+                           typical_segment_tokens=20, deadline_s=deadline_s, priced_plan_tokens_left=20)
 
 
 def _admits(running, newcomer, guard):
@@ -345,7 +346,7 @@ def _running(gid, e, deadline_s, typical=20):
 
     return SimpleNamespace(task_id=gid, request=None, entry=e, in_engine=True, replica=0, tokens=5, seg_tokens=0,
                            expected_segment_tokens=20, typical_segment_tokens=typical, deadline_s=deadline_s,
-                           expected_remaining_tokens=20)
+                           priced_plan_tokens_left=20)
 
 
 def test_a_segment_hopeless_at_its_expected_length_is_shrunk_for_where_its_typical_length_would_earn():

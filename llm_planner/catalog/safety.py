@@ -9,6 +9,7 @@ plan or an unconstrained engine holds."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -33,9 +34,9 @@ class SafetyRules:
         cls,
         skill_set: SkillSet,
         allow: list[str] | None = None,
-        forbid: list[str] = (),
+        forbid: Sequence[str] = (),
         bounds: dict[str, tuple[float, float]] | None = None,
-        approve: list[str] = (),
+        approve: Sequence[str] = (),
         approval_timeout_s: float = 30.0,
     ) -> SafetyRules:
         """Rules from skill names or abbreviations; ValueError naming one the skill set lacks."""

@@ -46,7 +46,7 @@ class SkillArg(BaseModel):
     def _range(self) -> SkillArg:
         if (self.min is None) != (self.max is None):
             raise ValueError(f"argument {self.name}: give both min and max, or neither")
-        if self.min is not None and (self.type not in ("int", "float") or self.min > self.max):
+        if self.min is not None and self.max is not None and (self.type not in ("int", "float") or self.min > self.max):
             raise ValueError(f"argument {self.name}: a range needs an int or float argument and min <= max")
         return self
 

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from llm_planner.commands.lrtrace_shared import console, planner_config, progress_bar, stdout, vllm_engine, write_json
+from llm_planner.commands import lrtrace_args
+from llm_planner.commands.lrtrace_shared import (
+    console,
+    planner_config,
+    progress_bar,
+    stdout,
+    vllm_engine,
+    write_json,
+)
 from llm_planner.lrtrace import report
 from llm_planner.lrtrace.compare import (
     executed_plan_stats,
@@ -18,6 +27,9 @@ from llm_planner.lrtrace.compare import (
 )
 from llm_planner.lrtrace.load import load_traces
 from llm_planner.lrtrace.metrics import by_label, by_level, recovery, task_differences, terminal_counts
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 
 def _pace(args, config, jobs: int, engine) -> tuple[float, float]:
@@ -134,6 +146,10 @@ def cmd_replay(args) -> int:
             with progress_bar(args.quiet) as progress:
                 label = f"{source.name} live ({policy}, {of_runs})" if of_runs else f"{source.name} live ({policy})"
                 bar = progress.add_task(label, total=len(workload.jobs), status="")
+
+                def tick(done: int, sent: int, bar: TaskID = bar) -> None:
+                    progress.update(bar, completed=done, status=f"{sent} published, {done} finished")
+
                 run = replay_live(
                     run_config,
                     source.name,
@@ -148,9 +164,7 @@ def cmd_replay(args) -> int:
                     idle_check=args.idle_check,
                     engine=engine,
                     say=console.print,
-                    tick=lambda done, sent, bar=bar: progress.update(
-                        bar, completed=done, status=f"{sent} published, {done} finished"
-                    ),
+                    tick=tick,
                 )
             complete &= run.complete
             records = records_from_recording(record_path, run_config, source.traces)
@@ -210,3 +224,22 @@ def cmd_report(args) -> int:
         report.plot_utility_by_task({config.policy: by_label(records)}, folder / "utility_by_task.png")
         out.print(f"plots: {folder / 'utility_by_task.png'}")
     return 0
+
+
+def add_parsers(sub) -> None:
+    """`lrtrace replay`, `record` and `report`."""
+    p = sub.add_parser("replay", help="replay a workload live to a fleet over ROS 2, record it and report")
+    lrtrace_args.replay_options(p)
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("record", help="record /llm_planner/tasks and /llm_planner/status to MCAP")
+    p.add_argument("output")
+    p.add_argument("--duration", type=float, help="seconds (default: until Ctrl-C)")
+    p.set_defaults(func=cmd_record)
+
+    p = sub.add_parser("report", help="tables (and plots) from a recording")
+    p.add_argument("recording")
+    p.add_argument("--traces", help="trace set to name task types (default: the bundled one)")
+    p.add_argument("--json")
+    p.add_argument("--plots")
+    p.set_defaults(func=cmd_report)

@@ -88,6 +88,7 @@ def cmd_import(args) -> int:
     save(workload, args.output)
     stdout().print(f"wrote {args.output}: workload with {len(workload.jobs)} jobs")
     if args.texts:
+        assert texts is not None, "only a TimelyLLM artifact job list carries task texts"
         save(texts, args.texts)
         stdout().print(f"wrote {args.texts}: task texts of {len(texts.traces)} traces (no plans)")
     return 0

@@ -9,7 +9,7 @@ reports): a suspended generation's next segment is due then.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -84,7 +84,7 @@ class Dispatcher:
         self,
         robots: RobotPort,
         on_executing: Callable[[TaskRecord, DispatchedSegment], None],
-        whole_plan_units: Callable[[SkillSet, str], list[PlanPiece]] | None = None,
+        whole_plan_units: Callable[[SkillSet, str], Sequence[PlanPiece]] | None = None,
     ) -> None:
         self.robots = robots
         self.on_executing = on_executing
@@ -96,7 +96,7 @@ class Dispatcher:
         record: TaskRecord,
         skill_set: SkillSet,
         work: RobotWork,
-        segments: list[PlanPiece],
+        segments: Sequence[PlanPiece],
         last: bool,
         now: float,
     ) -> None:

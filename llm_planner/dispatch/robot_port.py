@@ -117,6 +117,7 @@ class SimRobots:
                 self._schedule(at, lambda: self._next(robot_id, at))
             return
         task_id = robot.queue.current
+        assert task_id is not None  # pick made the segment's task the current one
         _, model = self._planner.robot_models(task_id)
         durations = self._times.times(task_id, segment, model)
         failed = self._times.failed_call(task_id, segment)

@@ -186,7 +186,8 @@ def write_decisions(runs: Iterable[tuple[str, DecisionTrace | TracedRun]], path:
     """Every run's decisions and iterations, one JSON object a line, each with its run's label."""
     with open(path, "w") as f:
         for run, trace in runs:
-            for event in [*trace.decisions, *trace.iterations]:
+            events: list[Decision | Iteration] = [*trace.decisions, *trace.iterations]
+            for event in events:
                 f.write(as_line(run, event))
 
 

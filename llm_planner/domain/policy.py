@@ -1,5 +1,5 @@
 """The scheduling policies by name: the one list every layer validates against (their
-behaviour lives in llm_planner.sched.queues)."""
+behaviour lives in llm_planner.sched.policies)."""
 
 from enum import StrEnum
 

@@ -7,7 +7,9 @@ from abc import ABC, abstractmethod
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from llm_planner.domain.clock import Clock
 from llm_planner.engine.calibration import StepCorrection
+from llm_planner.engine.profile import EngineProfile
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,10 @@ class EngineError(RuntimeError):
 
 class Engine(ABC):
     stats: EngineStats
+    # Set by every engine: the clock its iterations spend time on, and the profile its
+    # predictions come from.
+    clock: Clock
+    profile: EngineProfile
     needs_recorded_plan: bool = False  # True: tasks must bring a recorded plan (the sim engine)
     # The skill sets its model was tuned for: their requests go with the short tuned prompt
     # (planning/prompts.py); every other skill set is prompted with few-shot examples.
@@ -141,7 +147,7 @@ class Engine(ABC):
     @abstractmethod
     def kv_free_tokens(self) -> int: ...
 
-    def reset(self, clock) -> None:
+    def reset(self, clock: Clock) -> None:
         """Forget all generations and start over on `clock` (engines that are costly to start
         are reused across runs)."""
         raise EngineError(f"{type(self).__name__} cannot be reused; make a new one")

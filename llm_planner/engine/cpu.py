@@ -65,7 +65,8 @@ class CpuInfo:
 
 def parse_cpuinfo(text: str, arch: str, cores: int) -> CpuInfo:
     """CpuInfo from the text of /proc/cpuinfo (the first processor's model name and flags)."""
-    model, flags = "unknown CPU", frozenset()
+    model = "unknown CPU"
+    flags: frozenset[str] = frozenset()
     for line in text.splitlines():
         key, _, value = line.partition(":")
         key = key.strip()

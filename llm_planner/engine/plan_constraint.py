@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import torch
 import xgrammar as xgr
@@ -56,7 +58,7 @@ class _RequestConstraint:
         vocab_size: int,
         guard: RepeatGuard | None = None,
         token_text=None,
-        stop_ids: list[int] = (),
+        stop_ids: Sequence[int] = (),
     ) -> None:
         self.matcher = matcher
         self.plan_start = plan_start
@@ -153,5 +155,6 @@ class PlanGrammarLogitsProcessor(AdapterLogitsProcessor):
         guard only compares statements, so that does not matter)."""
         text = self._token_texts.get(token)
         if text is None:
-            text = self._token_texts[token] = self.tokenizer.decode([token], skip_special_tokens=True)
+            # one sequence's ids decode to one text (transformers annotates batches' lists too)
+            text = self._token_texts[token] = cast(str, self.tokenizer.decode([token], skip_special_tokens=True))
         return text

@@ -198,7 +198,7 @@ class RayEngine(Engine):
         self.cpus, self.gpus = cpus, gpus
         self.call_timeout_s = call_timeout_s
         self.start_timeout_s = start_timeout_s
-        self._actor = None
+        self._actor: Any = None  # Ray's handle to the EngineHost actor (an untyped remote class)
         self._start_actor()
 
     # ------------------------------------------------------------------ the actor
@@ -384,7 +384,7 @@ class RayEngine(Engine):
         ray.kill(self._actor, no_restart=True)
 
     @property
-    def stats(self) -> EngineStats:
+    def stats(self) -> EngineStats:  # type: ignore[override]  # read from the actor, so not writable here
         return self._get(self._actor.stats.remote(self._take_ops()))
 
     def __getattr__(self, name: str) -> Any:

@@ -20,7 +20,7 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from llm_planner.domain.clock import Clock
 from llm_planner.engine.base import (
@@ -37,6 +37,10 @@ from llm_planner.engine.models import tuned_skill_sets
 from llm_planner.engine.prefix_blocks import PrefixBlocks
 from llm_planner.engine.profile import ProfileChoice
 from llm_planner.engine.vllm_compat import check_vllm_version, engine_faults, engine_limits, shut_down
+
+if TYPE_CHECKING:
+    from vllm.outputs import RequestOutput
+    from vllm.renderers.chat_utils import ChatCompletionMessageParam
 
 # Defaults for a small CPU machine; every key can be overridden from config (vllm.engine_args),
 # and any other vllm.EngineArgs field (tensor_parallel_size, gpu_memory_utilization, ...) added.
@@ -127,6 +131,7 @@ class _VllmSequence:
 
 
 class VllmEngine(Engine):
+    stats: VllmStats
     needs_recorded_plan = False
 
     def __init__(
@@ -200,13 +205,16 @@ class VllmEngine(Engine):
             self._prompt_cache[request.gen_id] = cached
         return cached, len(prefix)
 
-    def _prefix_messages(self, request: GenerationRequest) -> list[dict[str, str]]:
+    def _prefix_messages(self, request: GenerationRequest) -> list[ChatCompletionMessageParam]:
         if request.chat_prefix:
             return [{"role": role, "content": text} for role, text in request.chat_prefix]
         return [{"role": "system", "content": request.prefix}]
 
-    def _encode_chat(self, messages: list[dict[str, str]], generation_prompt: bool) -> list[int]:
-        text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=generation_prompt, tokenize=False)
+    def _encode_chat(self, messages: list[ChatCompletionMessageParam], generation_prompt: bool) -> list[int]:
+        # text, not token ids, with tokenize=False (vLLM's annotation covers both)
+        text = cast(
+            str, self.tokenizer.apply_chat_template(messages, add_generation_prompt=generation_prompt, tokenize=False)
+        )
         return self.tokenizer.encode(text, add_special_tokens=False)
 
     def _prefix_token_ids(self, request: GenerationRequest) -> list[int]:
@@ -343,7 +351,7 @@ class VllmEngine(Engine):
         self.clock.spent(duration)
         outputs: list[TokenOutput] = []
         prefill = 0
-        for ro in request_outputs:
+        for ro in cast("list[RequestOutput]", request_outputs):  # a generating model's: no pooling outputs
             gen_id = self._by_vllm_id.get(ro.request_id)
             gen = self._gens.get(gen_id) if gen_id is not None else None
             if gen is None:
@@ -365,6 +373,7 @@ class VllmEngine(Engine):
             batch, context, starting = computes
             if not any(g.awaiting_first for g in starting):
                 # (an iteration that prefilled part of a long prompt is left out: its tokens are not known)
+                assert self.calibration is not None  # computes is only there with a calibration
                 self.calibration.observe(batch, context, prefill, sum(g.runs > 1 for g in starting), duration)
                 self.stats.step_corrections = [self.calibration.correction]
         return StepResult(duration, outputs, prefill)

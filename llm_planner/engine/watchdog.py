@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from llm_planner.domain.clock import Clock
 from llm_planner.engine.base import Continuation, Engine, EngineError, GenerationRequest, StepResult
 from llm_planner.engine.calibration import StepCorrection
 
@@ -70,7 +71,7 @@ class WatchedEngine(Engine):
         self.inner = inner
         self.timeout_s = timeout_s
         self._replacement = replacement
-        self._worker = _Worker()
+        self._worker: _Worker | None = _Worker()  # None once closed
         self._hung = False
 
     def _timed(self, what: str, fn: Callable[[], Any]) -> Any:
@@ -106,7 +107,7 @@ class WatchedEngine(Engine):
         else:
             self.inner.restart()
 
-    def reset(self, clock) -> None:
+    def reset(self, clock: Clock) -> None:
         self.inner.reset(clock)
 
     def add(self, request: GenerationRequest, urgency: float = 0.0) -> None:
@@ -153,13 +154,22 @@ class WatchedEngine(Engine):
     def stats(self):
         return self.inner.stats
 
+    # Writable, as on every engine: the wrapped engine's.
     @property
     def needs_recorded_plan(self) -> bool:
         return self.inner.needs_recorded_plan
 
+    @needs_recorded_plan.setter
+    def needs_recorded_plan(self, value: bool) -> None:
+        self.inner.needs_recorded_plan = value
+
     @property
     def tuned_skill_sets(self) -> frozenset[str]:
         return self.inner.tuned_skill_sets
+
+    @tuned_skill_sets.setter
+    def tuned_skill_sets(self, value: frozenset[str]) -> None:
+        self.inner.tuned_skill_sets = value
 
     def __getattr__(self, name: str) -> Any:
         # What the wrapped engine has beyond the interface (its clock, vLLM's cache figures).

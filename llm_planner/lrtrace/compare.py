@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from llm_planner.catalog.skills import load_skill_set
 from llm_planner.catalog.tokenizer import load_tokenizer
@@ -30,9 +30,12 @@ from llm_planner.lrtrace.metrics import (
 )
 from llm_planner.lrtrace.simulate import SimulationResult, planned_units, simulate
 from llm_planner.sched.placement import PLACEMENTS
-from llm_planner.sched.queues import POLICIES
-from llm_planner.settings.config import FeaturesConfig, PlannerConfig
+from llm_planner.sched.policies import POLICIES
+from llm_planner.settings.config import BatchConfig, FeaturesConfig, PlannerConfig
 from llm_planner.view.live_view import LiveView
+
+if TYPE_CHECKING:
+    from llm_planner.engine.vllm_engine import VllmStats
 
 PAIRED_REFERENCE = "timely"  # the run the others are paired with, seed by seed
 
@@ -281,6 +284,7 @@ def _without(switch: str, timely: Variant) -> Variant:
     if switch == "predictor":
         other = "auto" if config.predictor == "none" else "none"
         return Variant(f"{timely.label} predictor={other}", "timely", config.model_copy(update={"predictor": other}))
+    update: dict[str, BatchConfig | FeaturesConfig]
     if switch == "latency-guided":
         update = {"batch": config.batch.model_copy(update={"latency_guided": False})}
     else:
@@ -449,7 +453,7 @@ def engine_stats_lines(runs: dict[str, list[SimulationResult]]) -> list[str]:
     admissions deferred by the batch controller, and generations moved between replicas."""
     lines = []
     for label, sims in runs.items():
-        stats = [s.engine_stats for s in sims]
+        stats = [cast("VllmStats", s.engine_stats) for s in sims]  # the real engine's runs only
         resumes = sum(sum(s.resumes.values()) for s in stats)
         prompt, cached = sum(s.prompt_tokens for s in stats), sum(s.cached_tokens for s in stats)
         r_prompt, r_cached = sum(s.resume_prompt_tokens for s in stats), sum(s.resume_cached_tokens for s in stats)

@@ -8,6 +8,7 @@ utility is its longest such wait before the loss.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llm_planner.domain.decisions import Decision, Iteration, Kind, Reason
@@ -72,7 +73,7 @@ def _steps(own: list[Decision]) -> list[Step]:
     return steps
 
 
-def late_tasks(decisions: list[Decision], iterations: list[Iteration] = ()) -> list[LateTask]:
+def late_tasks(decisions: list[Decision], iterations: Sequence[Iteration] = ()) -> list[LateTask]:
     """Tasks that lost utility, the most lost first. `iterations`: the run's engine
     iterations, to tell the batch each first segment was generated in."""
     tasks = by_task(decisions)
@@ -108,7 +109,7 @@ def _robot_busy_s(own: list[Decision]) -> float:
     return max(0.0, float(arrival.figures["ref_s"]) + float(late.figures["response_s"]) - sent.t_s)
 
 
-def _first_segment(own: list[Decision], iterations: list[Iteration]) -> FirstSegment | None:
+def _first_segment(own: list[Decision], iterations: Sequence[Iteration]) -> FirstSegment | None:
     admitted = next((d for d in own if d.kind is Kind.ADMITTED), None)
     written = next((d.t_s for d in own if d.kind in (Kind.STREAMED, Kind.HELD)), None)
     if admitted is None or written is None:

@@ -139,13 +139,13 @@ def paired_differences(runs: list[dict[str, dict]], reference: list[dict[str, di
     return out
 
 
-def by_label(records: list[TaskRecord]) -> dict[str, dict[str, float]]:
+def by_label(records: list[TaskRecord]) -> dict[str, dict[str, float | int | str | None]]:
     """Mean utility and % of max per task type (label); like `by_level`, without the planner's
     error follow-ups (which carry their failed task's label)."""
     groups: dict[str, list[TaskRecord]] = defaultdict(list)
     for r in original_tasks(records):
         groups[r.request.label or r.request.urgency_name].append(r)
-    out = {}
+    out: dict[str, dict[str, float | int | str | None]] = {}
     for label, rs in sorted(groups.items()):
         m = summarize(rs)
         out[label] = {

@@ -183,7 +183,7 @@ def summarize(runs: list[PlanRun]) -> dict:
     if n == 0:
         return {key: None for key in SUMMARY_KEYS} | {"tasks": 0}
     statements = sum(len(r.check.segments) for r in runs)
-    counted = [r for r in runs if r.task.steps is not None]
+    counted = [(r.tokens, r.task.steps) for r in runs if r.task.steps is not None]  # (tokens, steps)
     problems = Counter(p.split(":")[0] for r in runs for p in r.check.problems)
     judged = [r.task_check for r in runs if r.task_check is not None]
     openings = [r.task_check for r in runs if r.task_check is not None and r.task.needs.first]
@@ -196,7 +196,7 @@ def summarize(runs: list[PlanRun]) -> dict:
             sum(r.check.repeated_statements for r in runs) / statements if statements else 0.0
         ),
         "tokens_mean": sum(r.tokens for r in runs) / n,
-        "spearman_tokens_steps": spearman([r.tokens for r in counted], [r.task.steps for r in counted]),
+        "spearman_tokens_steps": spearman([tokens for tokens, _ in counted], [steps for _, steps in counted]),
         # plans that call every required skill and name every required object, of the tasks that list them
         "task_rate": sum(c.does_task for c in judged) / len(judged) if judged else None,
         "task_judged": len(judged),

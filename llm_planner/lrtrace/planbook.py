@@ -4,6 +4,7 @@ plan; any other instruction is rejected by the planner with a clear reason."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from llm_planner.lrtrace.load import load_traces
@@ -16,7 +17,7 @@ class PlanBook:
         self._labels: dict[str, str] = {}
 
     @classmethod
-    def from_trace_sets(cls, names_or_paths: list[str | Path]) -> PlanBook:
+    def from_trace_sets(cls, names_or_paths: Sequence[str | Path]) -> PlanBook:
         book = cls()
         for item in names_or_paths:
             for trace in load_traces(resolve_resource(item, "config/traces")).traces:

@@ -11,6 +11,7 @@ execution-time models (a job's recorded times belong to its recorded plan)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import heapq
 import itertools
 import math
@@ -30,7 +31,7 @@ from llm_planner.lrtrace.formats import Trace, TraceSet, Workload
 from llm_planner.lrtrace.jobs import job_request
 from llm_planner.planning.planner import Planner
 from llm_planner.planning.replicas import ReplicaSet
-from llm_planner.sched.queues import get_policy
+from llm_planner.sched.policies import get_policy
 from llm_planner.settings.config import PlannerConfig
 from llm_planner.view.live_view import LiveView
 
@@ -40,7 +41,7 @@ class EventQueue:
         self._heap: list = []
         self._seq = itertools.count()
 
-    def push(self, t: float, callback: Callable[[], None]) -> None:
+    def push(self, t: float, callback: Callable[[], object]) -> None:  # what it returns is not used
         heapq.heappush(self._heap, (t, next(self._seq), callback))
 
     def __len__(self) -> int:
@@ -49,7 +50,7 @@ class EventQueue:
     def next_time(self) -> float:
         return self._heap[0][0]
 
-    def pop(self) -> Callable[[], None]:
+    def pop(self) -> Callable[[], object]:
         return heapq.heappop(self._heap)[2]
 
 
@@ -107,6 +108,7 @@ def simulate(
     by_id = check_workload(workload, traces, config)
     clock = VirtualClock()
     events = EventQueue()
+    driven: Engine | ReplicaSet  # what the planner drives
     if config.replicas > 1:
         if replica_pool is not None:
             engines = replica_pool.engines(config.replicas, clock)
@@ -114,13 +116,14 @@ def simulate(
             engines = [make_sim_engine(config, VirtualClock(), tokenizer) for _ in range(config.replicas)]
         else:
             raise ValueError("several replicas of a real engine run as Ray actors: give a ReplicaPool")
-        engine = ReplicaSet(engines)
+        driven = ReplicaSet(engines)
         recorded = engines[0].needs_recorded_plan
     else:
         if engine is None:
             engine = make_sim_engine(config, clock, tokenizer)
         else:
             engine.reset(clock)
+        driven = engine
         recorded = engine.needs_recorded_plan
     times = CallTimeSource(seed, fail_rates)
     statuses = 0
@@ -135,7 +138,7 @@ def simulate(
     planner = Planner(
         config,
         get_policy(policy),
-        engine,
+        driven,
         clock,
         lambda listener: SimRobots(events.push, clock.now, times, listener),
         count_status,
@@ -149,7 +152,7 @@ def simulate(
             request = dataclasses.replace(request, recorded_plan=plans[request.task_id])
         if job.exec_times_s and recorded:
             times.set_recorded(request.task_id, job.exec_times_s)
-        events.push(job.arrival_s, lambda r=request: planner.submit(r))
+        events.push(job.arrival_s, functools.partial(planner.submit, request))
     planner.warm_up()
     wall0 = time.perf_counter()
 

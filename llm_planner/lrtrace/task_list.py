@@ -47,6 +47,7 @@ def _trace_file_tasks(path: Path) -> list[PlanTask]:
     raw = read_file(path)
     if importer.is_artifact_workload(raw):
         traces = load_workload(path)[1]
+        assert traces is not None  # an artifact's jobs carry their task texts
     elif isinstance(raw, dict) and raw.get("format") == WORKLOAD_FORMAT:
         raise FormatError(f"{path}: an LRTrace workload names its tasks by trace id only; pass its trace set")
     else:

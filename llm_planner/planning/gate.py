@@ -55,10 +55,10 @@ class SafetyGate:
         approved = self._approved.get(task_id, -1)
         for segment in segments:
             if segment.index > approved:
-                call = next((c for c in segment.calls if rules.needs_approval(c)), None)
-                if call is not None:
-                    self.waiting[task_id] = Waiting(robot_id, call.text, now, rules.approval_timeout_s)
-                    return Verdict(wait_for=call.text)
+                asks = next((c for c in segment.calls if rules.needs_approval(c)), None)
+                if asks is not None:
+                    self.waiting[task_id] = Waiting(robot_id, asks.text, now, rules.approval_timeout_s)
+                    return Verdict(wait_for=asks.text)
         return Verdict()
 
     def approve(self, task_id: str, segments: list[Segment]) -> None:

@@ -87,7 +87,7 @@ def _out_of_range(skill_set: SkillSet, abbr: str, call_text: str) -> bool:
             value = float(arg)
         except ValueError:
             continue  # a variable or an expression: known only when the robot runs it
-        if not spec.min <= value <= spec.max:
+        if value < spec.min or (spec.max is not None and value > spec.max):
             return True
     return False
 

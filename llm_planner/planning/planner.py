@@ -20,7 +20,6 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
 from llm_planner.catalog.exec_model import ExecModel, load_exec_model
 from llm_planner.catalog.safety import SafetyRules, restricted
@@ -40,15 +39,16 @@ from llm_planner.domain.tasks import (
 from llm_planner.domain.tuf import Tuf
 from llm_planner.engine.base import Continuation, Engine, EngineError, GenerationRequest, StepResult, TokenOutput
 from llm_planner.planning.gate import SafetyGate
+from llm_planner.planning.generation import PlanGeneration
 from llm_planner.planning.intake import instruction_problem
 from llm_planner.planning.prompts import plan_request, shared_request
 from llm_planner.planning.replan import Failure, describe, failure_of, follow_up_request, refusal, replanned_message
-from llm_planner.planning.replicas import Replica, ReplicaSet
+from llm_planner.planning.replicas import Placing, Replica, ReplicaSet
 from llm_planner.planning.segment_lengths import ObservedSegments, make_segment_lengths
-from llm_planner.planning.segmenter import Segment, Segmenter, make_segmenter, split_segments
-from llm_planner.sched.batch import BatchController, prefill_to_join
-from llm_planner.sched.placement import Candidate, ReplicaLoad, make_placement, slot_free_s
-from llm_planner.sched.queues import Policy, QueueEntry, QueueShare, ReadyQueue, bucket_gen_time
+from llm_planner.planning.segmenter import Segment, make_segmenter, split_segments
+from llm_planner.sched.batch import BatchController
+from llm_planner.sched.policies import Policy
+from llm_planner.sched.queues import QueueEntry, QueueShare, ReadyQueue, bucket_gen_time
 from llm_planner.settings.config import PlannerConfig
 
 log = logging.getLogger(__name__)
@@ -59,55 +59,6 @@ TYPICAL_PROMPT_TOKENS = 100
 EXEC_SAMPLES_KEPT = 100_000
 STEP_WEIGHT = 0.1  # of each iteration in the running mean of the engine's iteration time
 _TYPICAL_CONTEXT_TOKENS = 1000
-
-
-@dataclass(eq=False)  # one task's generation: equal only to itself (a field-by-field compare cost ms per batch)
-class PlanGeneration:
-    record: TaskRecord
-    skill_set: SkillSet
-    segmenter: Segmenter
-    request: GenerationRequest
-    robot: RobotWork  # what the robot was sent and when it is expected free
-    in_engine: bool = False
-    replica: int | None = None  # the engine replica it is placed on (its context is there while in_engine)
-    run_started_s: float = math.nan
-    seg_tokens: int = 0  # tokens generated since the last segment boundary
-    tokens: int = 0  # tokens generated in all
-    segments_generated: int = 0
-    call_segments: int = 0  # of those, the ones with a skill call
-    generated_exec_s: float = 0.0  # the generated segments' predicted execution time
-    ahead_tokens: list[float] = field(default_factory=list)  # expected tokens of each segment to come
-    plan_tokens: float = math.nan  # rtlm: the plan's predicted (uncertainty-priced) tokens, redone if outrun
-    held: list[Segment] = field(default_factory=list)  # generated, not yet sent to the robot
-    text_parts: list[str] = field(default_factory=list)
-    deadline_s: float = math.inf  # when the segment being generated is due
-    plan_done: bool = False
-    truncated: bool = False  # the engine stopped the plan at its token limit
-    entry: QueueEntry | None = None  # the scheduling entry of the segment being generated
-    lost_context: Continuation | None = None  # its engine was lost: goes on from its text in another
-    recovered: bool = False  # it already went on once after its engine was lost
-    observed: ObservedSegments = field(default_factory=ObservedSegments)  # the planner's, shared by its generations
-
-    @property
-    def task_id(self) -> str:
-        return self.record.request.task_id
-
-    @property
-    def expected_segment_tokens(self) -> float:
-        """What the segment being generated is expected to take."""
-        return self.ahead_tokens[0]
-
-    @property
-    def typical_segment_tokens(self) -> float:
-        """What its segment typically takes: the expected length, or less if its skill set's
-        segments have been shorter on average (l_max is an upper estimate)."""
-        mean = self.observed.mean(self.skill_set.name)
-        return self.expected_segment_tokens if mean is None else min(mean, self.expected_segment_tokens)
-
-    @property
-    def expected_remaining_tokens(self) -> float:
-        """What the rest of the plan is expected to take (rtlm's consolidation)."""
-        return max(1.0, self.plan_tokens - self.tokens)
 
 
 class Planner:
@@ -163,7 +114,6 @@ class Planner:
         self.gate = SafetyGate(safety) if safety else None
         for batch in self.batches:
             batch.trace = decisions
-        self.placement = make_placement(config.placement)
         self.records: dict[str, TaskRecord] = {}  # every task still running and the finished ones kept
         self._keep_finished = keep_finished
         self._finished: deque[str] = deque()
@@ -174,6 +124,16 @@ class Planner:
         # (robot type, skill, argument, seconds) of the latest calls, for refitting exec models
         self.exec_samples: deque[tuple[str, str, float | None, float]] = deque(maxlen=EXEC_SAMPLES_KEPT)
         self._gens: dict[str, PlanGeneration] = {}
+        self.placing = Placing(
+            self.replicas,
+            config.placement,
+            self.queue,
+            behaviour,
+            config.batch.max_batch_size,
+            self._gens,
+            decisions,
+            clock,
+        )
         # per replica: running mean of its real iteration time (prefills included)
         self.recent_step_s = [0.0] * len(self.replicas)
         self.admission_s = 0.0  # wall time spent choosing each iteration's batch (the cost of scheduling)
@@ -207,6 +167,12 @@ class Planner:
         step = self.engine.predict_step_s(1, _TYPICAL_CONTEXT_TOKENS)
         prefill = self.engine.predict_step_s(1, _TYPICAL_CONTEXT_TOKENS, TYPICAL_PROMPT_TOKENS) - step if first else 0.0
         return prefill + tokens * step
+
+    def _priced_plan_tokens(self, task_id: str, generated: int = 0) -> float:
+        """rtlm: the plan's predicted, uncertainty-priced size (segment_lengths.plan_size)."""
+        size = self.segment_lengths.plan_size(task_id, self.config.rtlm.uncertainty_weight, generated)
+        assert size is not None  # rtlm requires the predictor, which predicted the task when it came
+        return size
 
     def robot_models(self, task_id: str) -> tuple[SkillSet, ExecModel]:
         return self._types[self.records[task_id].request.robot_type]
@@ -243,12 +209,9 @@ class Planner:
         self.segment_lengths.start(request.task_id, skill_set, request.instruction)
         gen.ahead_tokens = self.segment_lengths.ahead(request.task_id, skill_set, 0, 0)
         if self.behaviour.prices_whole_plans:
-            gen.plan_tokens = self.segment_lengths.plan_size(request.task_id, self.config.rtlm.uncertainty_weight)
+            gen.plan_tokens = self._priced_plan_tokens(request.task_id)
         self._gens[request.task_id] = gen
-        if len(self.replicas) > 1 and self.placement.at_arrival:
-            now = self.clock.now()
-            loads = [self._load(r, now) for r in self.replicas]
-            self._place(gen, self.placement.choose(self._candidate(gen, now), loads))
+        self.placing.at_arrival(gen, self.clock.now())
         self._enqueue(gen, self._next_entry(gen), Reason.ARRIVAL)
         self._emit(record, TaskState.QUEUED)
         return record
@@ -355,7 +318,7 @@ class Planner:
     def _plan_gen_time(self, gen: PlanGeneration, first: bool) -> float:
         """rtlm's G: the rest of the plan's predicted, uncertainty-priced tokens at batch 1 (RT-LM
         prices a request by its expected length alone, not by the batch it will share)."""
-        return self._solo_gen_time(gen.expected_remaining_tokens, first)
+        return self._solo_gen_time(gen.priced_plan_tokens_left, first)
 
     def _engine_of(self, gen: PlanGeneration) -> Engine:
         """The engine the generation's context is in; not yet placed: the one with the smallest batch."""
@@ -464,6 +427,7 @@ class Planner:
         self, replica: Replica, result: StepResult, elapsed_s: float, before: tuple[float, tuple[str, ...], int]
     ) -> None:
         started_s, members, context = before
+        assert self.decisions is not None  # traced only when decisions are
         self.decisions.iteration(
             Iteration(
                 round(started_s, 6),
@@ -522,98 +486,9 @@ class Planner:
             return
         free = [r for r in self.replicas if r.free]
         if free:
-            shares = self._shares(now)
+            shares = self.placing.shares(now)
             for replica in free:
                 self._admit_to(replica, shares[replica.index], now)
-
-    def _shares(self, now: float) -> list[QueueShare]:
-        """The queue split among the replicas, in its order: a generation placed on a replica
-        waits for it; the others go where the placement policy puts them now."""
-        loads = [self._load(r, now) for r in self.replicas]
-        shares: list[list[QueueEntry]] = [[] for _ in self.replicas]
-        resumed_ahead = [0] * len(self.replicas)  # suspended generations ahead in the queue, per replica
-        for entry in self.queue.in_order(now):
-            gen = self._gens[entry.gen_id]
-            if gen.replica is None:
-                candidate = self._candidate(gen, now)
-                index = self.placement.choose(candidate, loads)
-                loads[index].take(candidate)
-            else:
-                index = self._moved_to(gen, loads, resumed_ahead[gen.replica], now)
-                if index == gen.replica:
-                    resumed_ahead[index] += 1
-            shares[index].append(entry)
-        return [QueueShare(self.queue, entries) for entries in shares]
-
-    def _moved_to(self, gen: PlanGeneration, loads: list[ReplicaLoad], ahead: int, now: float) -> int:
-        """The replica a suspended generation goes on in: its own, or where the placement moves
-        it (planned here, carried out if that replica admits it)."""
-        home = gen.replica
-        if not (gen.in_engine and self.placement.moves):
-            return home
-        stay = dataclasses.replace(self._candidate(gen, now), prompt_tokens=0)
-        moved = dataclasses.replace(stay, prompt_tokens=prefill_to_join(self.engine, gen))
-        here = dataclasses.replace(loads[home], waiting=ahead, placed=list(loads[home].placed))
-        target = self.placement.move(stay, here, moved, loads)
-        if target is None:
-            return home
-        loads[target].take(moved)
-        return target
-
-    def _candidate(self, gen: PlanGeneration, now: float) -> Candidate:
-        return Candidate(
-            gen.task_id,
-            self.engine.prompt_tokens(gen.request),
-            gen.expected_segment_tokens,
-            self._remaining_tokens(gen),
-            self.queue.priority(gen.entry, now) if gen.entry else 0.0,
-        )
-
-    def _place(self, gen: PlanGeneration, index: int) -> None:
-        gen.replica = index
-        self.placement.placed(index)
-        if self.decisions is not None and len(self.replicas) > 1:
-            self.decisions.record(
-                self.clock.now(),
-                gen.task_id,
-                Kind.PLACED,
-                Reason.PLACEMENT,
-                replica=index,
-                placement=self.config.placement,
-            )
-
-    @staticmethod
-    def _remaining_tokens(gen: PlanGeneration) -> float:
-        """The plan's predicted tokens still to write (without a predictor: the next segment's)."""
-        return max(1.0, sum(gen.ahead_tokens) - gen.seg_tokens)
-
-    def _load(self, replica: Replica, now: float) -> ReplicaLoad:
-        engine = replica.engine
-        placed = [g for g in self._gens.values() if g.replica == replica.index]
-        running = [self._gens[g] for g in engine.running if g in self._gens]
-        # A generation that stays in the batch between segments leaves it when its plan ends.
-        left = [
-            max(1.0, g.expected_segment_tokens - g.seg_tokens)
-            if self.behaviour.pauses_after_segment
-            else self._remaining_tokens(g)
-            for g in running
-        ]
-        preemptible = (
-            [self.queue.priority(g.entry, now) for g in running if g.entry is not None]
-            if self.behaviour.preemptive
-            else []
-        )
-        return ReplicaLoad(
-            replica.index,
-            engine,
-            self.config.batch.max_batch_size,
-            len(running),
-            sum(engine.context_tokens(g.task_id) for g in running),
-            sum(1 for g in placed if g.task_id in self.queue),
-            sum(self._remaining_tokens(g) for g in placed),
-            slot_free_s(engine, left),
-            preemptible,
-        )
 
     def _admit_to(self, replica: Replica, queue: ReadyQueue | QueueShare, now: float) -> None:
         engine = replica.engine
@@ -624,6 +499,7 @@ class Planner:
         ]:
             engine.suspend(gen.task_id)
             self._end_run(gen, now)
+            assert gen.entry is not None  # it ran: it was queued with one
             self.queue.push(gen.entry)  # same segment, same deadline; resumes where it stopped
             self._emit(gen.record, TaskState.SUSPENDED, segment_index=len(gen.record.segments), message=why)
         for entry in selection.admitted:
@@ -643,7 +519,7 @@ class Planner:
                     engine.add(gen.request, urgency)
                     gen.in_engine = True
                     if gen.replica is None:
-                        self._place(gen, replica.index)
+                        self.placing.place(gen, replica.index)
             except EngineError as exc:
                 self._finish(gen, TaskState.FAILED, f"engine error: {exc}")
                 continue
@@ -654,14 +530,16 @@ class Planner:
 
     def _move(self, gen: PlanGeneration, to: Replica, urgency: float) -> None:
         """Out of the replica that holds its context, into `to`, which prefills it again."""
-        continuation = self.replicas[gen.replica].engine.detach(gen.task_id)
+        source = gen.replica
+        assert source is not None  # it is in an engine
+        continuation = self.replicas[source].engine.detach(gen.task_id)
         if self.decisions is not None:
             self.decisions.record(
                 self.clock.now(),
                 gen.task_id,
                 Kind.MOVED,
                 Reason.PLACEMENT,
-                source=gen.replica,
+                source=source,
                 target=to.index,
                 tokens=continuation.tokens,
             )
@@ -673,7 +551,7 @@ class Planner:
         """Into `to`, which prefills its prompt and plan so far and goes on from there."""
         to.engine.attach(continuation, urgency)
         gen.in_engine = True
-        self._place(gen, to.index)
+        self.placing.place(gen, to.index)
 
     def _on_token(self, gen: PlanGeneration, out: TokenOutput, now: float) -> None:
         record = gen.record
@@ -683,9 +561,7 @@ class Planner:
         gen.seg_tokens += 1
         gen.tokens += 1
         if gen.tokens >= gen.plan_tokens:  # rtlm's plan ran past its predicted size (nan: not rtlm)
-            gen.plan_tokens = self.segment_lengths.plan_size(
-                gen.task_id, self.config.rtlm.uncertainty_weight, gen.tokens
-            )
+            gen.plan_tokens = self._priced_plan_tokens(gen.task_id, gen.tokens)
         segments = gen.segmenter.feed(out.text) if self.behaviour.streams_segments else []
         if out.finished:
             gen.plan_done = True
@@ -781,15 +657,16 @@ class Planner:
     def approve(self, task_id: str, approved: bool, reason: str = "") -> str:
         """An operator's answer to a call that waits for approval; "" when it applied, else why not."""
         gen = self._gens.get(task_id)
-        waiting = self.gate.waiting.get(task_id) if self.gate is not None else None
-        if gen is None or waiting is None:
+        gate = self.gate
+        waiting = gate.waiting.get(task_id) if gate is not None else None
+        if gen is None or gate is None or waiting is None:
             return f"task {task_id!r} is not waiting for an approval"
         if not approved:
             self._finish(
                 gen, TaskState.FAILED, f"{waiting.call} denied by an operator" + (f": {reason}" if reason else "")
             )
             return ""
-        self.gate.approve(task_id, gen.held)
+        gate.approve(task_id, gen.held)
         self._release(gen, gen.plan_done, self.clock.now())
         if task_id in self._gens:
             self._maybe_complete(gen)
@@ -797,6 +674,7 @@ class Planner:
 
     def _expire_approvals(self, now: float) -> None:
         """No answer in time is a denial: the task fails closed."""
+        assert self.gate is not None  # asked only with a gate
         for task_id, waiting in self.gate.expired(now):
             gen = self._gens.get(task_id)
             if gen is None:
@@ -810,6 +688,7 @@ class Planner:
 
     def _trace_release(self, gen: PlanGeneration, outlook: Outlook, hold_for: int, now: float) -> None:
         """The hold rule's comparison: expected utility sent now against held for `hold_for` more segments."""
+        assert self.decisions is not None  # traced only when decisions are
         figures = dict(
             segments=len(gen.held),
             send_now=round(release_utility(outlook, 0), 4),
@@ -876,6 +755,7 @@ class Planner:
     ) -> None:
         """An executed segment's units earned less than their maximum: its first unit late
         (the response, `first`), or the robot waited for a later one."""
+        assert self.decisions is not None  # traced only when decisions are
         self.decisions.record(
             t,
             gen.task_id,

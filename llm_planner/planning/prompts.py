@@ -56,6 +56,7 @@ def plan_request(
     the robot's safety gate leaves (catalog/safety.py), for the grammar only: the prompt stays
     the skill set's, which the engine keeps cached."""
     request = shared_request(skill_set, tuned)
+    grammar: str | None
     if grammar_skill_set is None and task_grammar:
         grammar = plan_grammar(skill_set, TaskScope.of_task(task_text))
     elif grammar_skill_set is None:

@@ -17,13 +17,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent import futures
 from concurrent.futures import Future
 from dataclasses import dataclass
 
 from llm_planner.domain.clock import Clock, VirtualClock
+from llm_planner.domain.decisions import DecisionTrace, Kind, Reason
 from llm_planner.engine.base import Engine, EngineError, EngineStats, StepResult
+from llm_planner.planning.generation import PlanGeneration
+from llm_planner.sched.batch import prefill_to_join
+from llm_planner.sched.placement import Candidate, ReplicaLoad, make_placement, slot_free_s
+from llm_planner.sched.policies import Behaviour
+from llm_planner.sched.queues import QueueEntry, QueueShare, ReadyQueue
 
 
 @dataclass
@@ -112,6 +118,7 @@ class ReplicaSet:
     def _first_in_simulated_time(self, busy: list[Replica], clock: Clock, now: float, until_s: float) -> StepEvent:
         for replica in busy:
             if replica.result is None:
+                assert replica.pending is not None and replica.clock is not None  # busy, on a clock of its own
                 try:
                     replica.result = replica.engine.end_step(replica.pending)
                 except EngineError as exc:
@@ -128,7 +135,8 @@ class ReplicaSet:
     def _first_on_wall_clock(self, busy: list[Replica], clock: Clock, until_s: float) -> StepEvent:
         oldest = min(busy, key=lambda r: r.started_s)
         wait_s = min(until_s, oldest.started_s + self.step_timeout_s) - clock.now()
-        done, _ = futures.wait([r.pending for r in busy], timeout=max(0.0, wait_s), return_when=futures.FIRST_COMPLETED)
+        pending = [r.pending for r in busy if r.pending is not None]  # busy: every one
+        done, _ = futures.wait(pending, timeout=max(0.0, wait_s), return_when=futures.FIRST_COMPLETED)
         now = clock.now()
         if not done:
             if now - oldest.started_s >= self.step_timeout_s:
@@ -141,6 +149,7 @@ class ReplicaSet:
                 )
             return StepEvent(oldest, None, None, 0.0)
         first = min((r for r in busy if r.pending in done), key=lambda r: r.index)
+        assert first.pending is not None
         try:
             result = first.engine.end_step(first.pending, timeout_s=0.0)
         except EngineError as exc:
@@ -179,3 +188,117 @@ class ReplicaSet:
                 else:
                     setattr(total, f.name, mine + theirs)
         return total
+
+
+class Placing:
+    """Which replica each generation runs on, with several: the placement policy
+    (sched/placement.py) at arrival or at admission, the moves of suspended generations, and
+    each replica's share of the ready queue. With one replica everything runs there."""
+
+    def __init__(
+        self,
+        replicas: ReplicaSet,
+        placement_name: str,
+        queue: ReadyQueue,
+        behaviour: Behaviour,
+        max_batch: int,
+        gens: Mapping[str, PlanGeneration],
+        decisions: DecisionTrace | None,
+        clock: Clock,
+    ) -> None:
+        """`gens`: the planner's generations by task id (read, never changed here)."""
+        self.replicas = replicas
+        self.placement_name = placement_name
+        self.placement = make_placement(placement_name)
+        self.queue = queue
+        self.behaviour = behaviour
+        self.max_batch = max_batch
+        self.gens = gens
+        self.decisions = decisions
+        self.clock = clock
+
+    def at_arrival(self, gen: PlanGeneration, now: float) -> None:
+        """Placed now, if the placement policy places at arrival."""
+        if len(self.replicas) > 1 and self.placement.at_arrival:
+            loads = [self._load(r, now) for r in self.replicas]
+            self.place(gen, self.placement.choose(self._candidate(gen, now), loads))
+
+    def shares(self, now: float) -> list[QueueShare]:
+        """The queue split among the replicas, in its order: a generation placed on a replica
+        waits for it; the others go where the placement policy puts them now."""
+        loads = [self._load(r, now) for r in self.replicas]
+        shares: list[list[QueueEntry]] = [[] for _ in self.replicas]
+        resumed_ahead = [0] * len(self.replicas)  # suspended generations ahead in the queue, per replica
+        for entry in self.queue.in_order(now):
+            gen = self.gens[entry.gen_id]
+            if gen.replica is None:
+                candidate = self._candidate(gen, now)
+                index = self.placement.choose(candidate, loads)
+                loads[index].take(candidate)
+            else:
+                index = self._moved_to(gen, loads, resumed_ahead[gen.replica], now)
+                if index == gen.replica:
+                    resumed_ahead[index] += 1
+            shares[index].append(entry)
+        return [QueueShare(self.queue, entries) for entries in shares]
+
+    def _moved_to(self, gen: PlanGeneration, loads: list[ReplicaLoad], ahead: int, now: float) -> int:
+        """The replica a suspended generation goes on in: its own, or where the placement moves
+        it (planned here, carried out if that replica admits it)."""
+        home = gen.replica
+        assert home is not None  # asked of placed generations only
+        if not (gen.in_engine and self.placement.moves):
+            return home
+        stay = dataclasses.replace(self._candidate(gen, now), prompt_tokens=0)
+        moved = dataclasses.replace(stay, prompt_tokens=prefill_to_join(self.replicas[0].engine, gen))
+        here = dataclasses.replace(loads[home], waiting=ahead, placed=list(loads[home].placed))
+        target = self.placement.move(stay, here, moved, loads)
+        if target is None:
+            return home
+        loads[target].take(moved)
+        return target
+
+    def _candidate(self, gen: PlanGeneration, now: float) -> Candidate:
+        return Candidate(
+            gen.task_id,
+            self.replicas[0].engine.prompt_tokens(gen.request),
+            gen.expected_segment_tokens,
+            gen.plan_tokens_left,
+            self.queue.priority(gen.entry, now) if gen.entry else 0.0,
+        )
+
+    def place(self, gen: PlanGeneration, index: int) -> None:
+        gen.replica = index
+        self.placement.placed(index)
+        if self.decisions is not None and len(self.replicas) > 1:
+            self.decisions.record(
+                self.clock.now(),
+                gen.task_id,
+                Kind.PLACED,
+                Reason.PLACEMENT,
+                replica=index,
+                placement=self.placement_name,
+            )
+
+    def _load(self, replica: Replica, now: float) -> ReplicaLoad:
+        engine = replica.engine
+        placed = [g for g in self.gens.values() if g.replica == replica.index]
+        running = [self.gens[g] for g in engine.running if g in self.gens]
+        # A generation that stays in the batch between segments leaves it when its plan ends.
+        left = [g.segment_tokens_left if self.behaviour.pauses_after_segment else g.plan_tokens_left for g in running]
+        preemptible = (
+            [self.queue.priority(g.entry, now) for g in running if g.entry is not None]
+            if self.behaviour.preemptive
+            else []
+        )
+        return ReplicaLoad(
+            replica.index,
+            engine,
+            self.max_batch,
+            len(running),
+            sum(engine.context_tokens(g.task_id) for g in running),
+            sum(1 for g in placed if g.task_id in self.queue),
+            sum(g.plan_tokens_left for g in placed),
+            slot_free_s(engine, left),
+            preemptible,
+        )

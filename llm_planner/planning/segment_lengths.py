@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from llm_planner.catalog.skills import SkillSet
 from llm_planner.settings.config import PlannerConfig
 from llm_planner.settings.paths import data_path
+
+if TYPE_CHECKING:
+    from llm_planner.predictor.predict import LengthPrediction
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +72,7 @@ class PredictedSegmentLengths:
         from llm_planner.predictor.predict import LengthPredictor  # torch, only when configured
 
         self.predictor = LengthPredictor.load(checkpoint)
-        self._predictions = {}
+        self._predictions: dict[str, LengthPrediction] = {}
 
     def start(self, task_id: str, skill_set: SkillSet, task_text: str) -> None:
         self._predictions[task_id] = self.predictor.predict(skill_set.name, task_text)

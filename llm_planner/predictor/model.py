@@ -143,7 +143,8 @@ def train(
             + nn.functional.cross_entropy(logits, labels[rows])
         )
 
-    best, best_state, best_epoch = float("inf"), None, 0
+    best, best_epoch = float("inf"), 0
+    best_state: dict[str, torch.Tensor] | None = None
     for epoch in range(epochs):
         model.net.train()
         optimizer.zero_grad()
@@ -155,6 +156,7 @@ def train(
         if held < best:
             best, best_epoch = held, epoch + 1
             best_state = {k: v.clone() for k, v in model.net.state_dict().items()}
+    assert best_state is not None  # the first epoch sets it, unless its validation loss is NaN (or epochs is 0)
     model.net.load_state_dict(best_state)
     model.net.eval()
     model.info = {"samples": len(tokens), "epochs": best_epoch, "validation_loss": best}

@@ -9,8 +9,10 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.task import Future
 
@@ -60,7 +62,8 @@ class TaskControl:
         self._refuse = refuse
         self._clock = clock
         self._plans = plans
-        self._goals: dict[str, tuple[object, Future]] = {}  # task id -> (goal handle, its final status)
+        # task id -> (goal handle, its final status)
+        self._goals: dict[str, tuple[ServerGoalHandle[Any, Any, Any], Future[TaskStatus]]] = {}
         self._queued: set[str] = set()  # goals' tasks the planner took in
         self._task_of_goal: dict[bytes, str] = {}  # goal UUID -> its task id, while it runs
         self._ids = itertools.count(1)
@@ -111,7 +114,7 @@ class TaskControl:
         driver = self._driver()
         if driver is None:
             raise RuntimeError(NOT_CONFIGURED)
-        future = Future()
+        future: Future[object] = Future()
 
         def run() -> None:
             try:
@@ -153,14 +156,18 @@ class TaskControl:
         driver = self._driver()
         if driver is None:
             return CancelResponse.REJECT
-        driver.post(lambda: driver.planner.cancel(task_id, CANCELED_BY_CLIENT))
+
+        def cancel() -> None:
+            driver.planner.cancel(task_id, CANCELED_BY_CLIENT)
+
+        driver.post(cancel)
         return CancelResponse.ACCEPT
 
     async def _execute(self, goal_handle) -> PlanTask.Result:
         fields = self._fields(goal_handle.request)
         goal_id = bytes(goal_handle.goal_id.uuid)
         self._task_of_goal[goal_id] = fields.task_id
-        done = Future()
+        done: Future[TaskStatus] = Future()
         self._goals[fields.task_id] = (goal_handle, done)
         outcome = build_request(
             fields,
@@ -176,7 +183,11 @@ class TaskControl:
         elif driver is None or not self._node.active:  # deactivated since the goal was accepted
             self._refuse(fields.task_id, fields.robot_id, NOT_ACTIVE)
         else:
-            driver.post(lambda: driver.planner.submit(outcome))
+
+            def submit() -> None:
+                driver.planner.submit(outcome)
+
+            driver.post(submit)
         final: TaskStatus = await done
         del self._task_of_goal[goal_id]
         if final.state == TaskState.SUCCEEDED:

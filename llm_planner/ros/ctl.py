@@ -18,6 +18,7 @@ import argparse
 import math
 import sys
 import time
+from typing import TYPE_CHECKING, Any
 
 from llm_planner.domain.names import (
     APPROVE_SERVICE,
@@ -29,6 +30,9 @@ from llm_planner.domain.names import (
 from llm_planner.domain.tasks import TaskState
 from llm_planner.planning.intake import urgency_index
 from llm_planner.settings.config import load_planner_config
+
+if TYPE_CHECKING:  # rclpy is imported where a call needs it
+    from rclpy.client import Client
 
 WAIT_FOR_PLANNER_S = 10.0
 # A new process is a new DDS participant. The planner answers a call only once it has matched
@@ -77,7 +81,7 @@ class Ctl:
 
     def call(self, srv_type, name: str, request, idempotent: bool = True):
         """The service's answer; an idempotent call without one in ANSWER_S is made again."""
-        client = self.node.create_client(srv_type, name)
+        client: Client[Any, Any] = self.node.create_client(srv_type, name)
         if not client.wait_for_service(timeout_sec=self.timeout_s):
             raise NoPlanner(f"no service {name} (is the planner node running, with ROS_DOMAIN_ID as here?)")
         self.settle()
@@ -131,7 +135,7 @@ def submit(ctl: Ctl, args, config) -> int:
             cutoff_s=tuf[2],
         )
     )
-    client = ActionClient(ctl.node, PlanTask, PLAN_TASK_ACTION)
+    client: ActionClient[Any, Any, Any] = ActionClient(ctl.node, PlanTask, PLAN_TASK_ACTION)
     if not client.wait_for_server(timeout_sec=ctl.timeout_s):
         raise NoPlanner(f"no action {PLAN_TASK_ACTION} (is the planner node running and active?)")
     ctl.settle()
@@ -226,7 +230,7 @@ def lifecycle(ctl: Ctl, args, config) -> int:
 
     node = f"/{args.node}"
     if args.transition != "get":
-        client = ctl.node.create_client(ChangeState, f"{node}/change_state")
+        client: Client[Any, Any] = ctl.node.create_client(ChangeState, f"{node}/change_state")
         if not client.wait_for_service(timeout_sec=ctl.timeout_s):
             raise NoPlanner(f"no service {node}/change_state (is the planner node running?)")
         ctl.settle()
@@ -258,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=WAIT_FOR_PLANNER_S, help="seconds to wait for the planner to answer"
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    tuf = dict(type=float, nargs=3, metavar=("BETA", "ERT_S", "CUTOFF_S"), help="a TUF of its own")
+    tuf: dict[str, Any] = dict(type=float, nargs=3, metavar=("BETA", "ERT_S", "CUTOFF_S"), help="a TUF of its own")
     p = sub.add_parser("submit", help="plan a task (PlanTask action): prints its statuses; Ctrl-C cancels it")
     p.add_argument("robot")
     p.add_argument("instruction")

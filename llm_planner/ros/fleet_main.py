@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from llm_planner.catalog.exec_model import load_exec_model
 from llm_planner.catalog.skills import load_skill_set
@@ -20,6 +21,9 @@ from llm_planner.robots.backends import make_backend
 from llm_planner.settings.config import PlannerConfig, load_planner_config
 from llm_planner.settings.fleet import FleetConfig, load_fleet
 from llm_planner.settings.model_file import ConfigError
+
+if TYPE_CHECKING:  # ros/spin.py imports rclpy, which this module imports only where it is used
+    from llm_planner.ros.spin import Spinning
 
 
 @dataclass
@@ -98,7 +102,7 @@ class Fleet:
         fleet.check_types(config.robot_types)
         self.robots = make_robot_servers(config, fleet)
         self.planner_node = PlannerNode(config, fleet, traces, engine=engine) if with_planner else None
-        self._spinning = None
+        self._spinning: Spinning | None = None  # once started
 
     @property
     def nodes(self):
@@ -121,6 +125,7 @@ class Fleet:
         """Take a robot server off the network (fault drills)."""
         server = self.robot(robot_id)
         self.robots.remove(server)
+        assert self._spinning is not None  # a drill on a started fleet
         self._spinning.remove(server)
 
     def shutdown(self) -> None:

@@ -4,7 +4,7 @@
 In the planner's process every ROS callback waits for the GIL while the planner thread
 works through an engine step's tokens and its scheduling, a millisecond or more at a time
 under load: a goal, its response, the robot's start report and the result each waited for
-it there (docs/performance.md, "The ROS path"). Here the links (`RobotLink`, one action client per robot) run
+it there (docs/performance/ros-path.md). Here the links (`RobotLink`, one action client per robot) run
 in a child process, which holds nothing else: the planner thread hands each goal over a pipe
 and goes on, and the reports come back over the same pipe into the planner's inbox.
 
@@ -58,7 +58,7 @@ class Channel:
         """Written by libc's write() holding the GIL. Python's own writes release it for the
         system call, and the planner thread then waited to win it back from the threads
         that took it meanwhile: 0.44 ms per write, twice as long between the engine's steps
-        (docs/performance.md). Writing a few hundred bytes into a socket with room is quick."""
+        (docs/performance/ros-path.md). Writing a few hundred bytes into a socket with room is quick."""
         data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         frame = _HEADER.pack(len(data)) + data
         with self._lock:

@@ -94,6 +94,7 @@ def replay_live(
                 fleet = Fleet(config, fleet_config, traces=[str(traces_file)], engine=engine).start()
                 if fleet.unreachable:
                     raise RuntimeError(f"robots did not come up: {fleet.unreachable}")
+                assert fleet.planner_node is not None  # a fleet with its planner
                 view = fleet.planner_node.view
                 if view is not None and view.url:
                     say(
@@ -130,8 +131,8 @@ def urgent_first_actions(client, workload: Workload, idle: dict[int, float]) -> 
     tasks alone on the idle planner, p50 of each and their ratio."""
     from llm_planner.ros.replay import first_action_s
 
-    loaded = [first_action_s(client, j.task_id) for j in workload.jobs if j.trace_id in idle]
-    loaded = [x for x in loaded if x is not None]
+    measured = [first_action_s(client, j.task_id) for j in workload.jobs if j.trace_id in idle]
+    loaded = [x for x in measured if x is not None]
     if not idle or not loaded:
         return None
     idle_p50 = statistics.median(idle[j.trace_id] for j in workload.jobs if j.trace_id in idle)

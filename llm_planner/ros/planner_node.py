@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
 import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -44,12 +45,17 @@ from llm_planner.ros.messages import status_message, task_fields
 from llm_planner.ros.parameters import declare_planner_parameters
 from llm_planner.ros.qos import TOPIC
 from llm_planner.ros.robot_client import TIMEOUT_CHECK_S, LiveRobotPort, RosRobotPort
-from llm_planner.sched.queues import get_policy
+from llm_planner.sched.policies import get_policy
 from llm_planner.settings.config import PlannerConfig
 from llm_planner.settings.fleet import FleetConfig
 from llm_planner.settings.model_file import ConfigError
 from llm_planner.view.live_view import SNAPSHOT_PERIOD_S, LiveView
 from llm_planner_interfaces.msg import Task, TaskStatus, ViewMessage
+
+if TYPE_CHECKING:
+    from llm_planner.catalog.exec_model import ExecModel
+    from llm_planner.catalog.skills import SkillSet
+    from llm_planner.engine.vllm_engine import VllmEngine
 
 
 def robot_port_factory(
@@ -78,7 +84,8 @@ class _Relay:
         if self.planner is not None:
             self.planner.segment_finished(task_id, index, success, call_times_s, message, t)
 
-    def robot_models(self, task_id: str):
+    def robot_models(self, task_id: str) -> tuple[SkillSet, ExecModel]:
+        assert self.planner is not None  # asked by the planner's own dispatch
         return self.planner.robot_models(task_id)
 
 
@@ -111,7 +118,7 @@ class PlannerNode(LifecycleNode):
         self.plans = PlanBook.from_trace_sets(traces if traces is not None else ["timely_tasks"])
         self._given_engine = engine
         self.safety = fleet_rules(fleet, config)  # a bad rule stops the node here, naming the robot
-        self._engine = None
+        self._engine: ReplicaPool | Engine | None = None  # what _free_engine closes
         self.planner: Planner | None = None
         self.driver: LiveDriver | None = None
         self.view: LiveView | None = None
@@ -142,6 +149,7 @@ class PlannerNode(LifecycleNode):
     def on_configure(self, state: State) -> TransitionCallbackReturn:
         """Start the engine and the planner, warm the engine up, start the planner's thread."""
         config = self.config
+        engine: Engine | ReplicaSet
         try:
             if config.replicas > 1:
                 if self._given_engine is not None:
@@ -183,7 +191,8 @@ class PlannerNode(LifecycleNode):
         engine_name = (
             config.engine_profile
             if config.engine == "sim"
-            else f"{config.vllm.model}, profile {self.planner.engine.profile_choice.describe()}"
+            # a vLLM engine, or a wrapper that forwards its attributes (WatchedEngine, RayEngine)
+            else f"{config.vllm.model}, profile {cast('VllmEngine', self.planner.engine).profile_choice.describe()}"
         )
         if config.replicas > 1:
             engine_name += f", {config.replicas} replicas on Ray, placement {config.placement}"
@@ -240,7 +249,13 @@ class PlannerNode(LifecycleNode):
         """Every task in flight ends CANCELED with `reason` (in the planner's thread)."""
         if self.driver is not None:
             planner = self.planner
-            self.driver.call(lambda: [planner.cancel(gen.task_id, reason) for gen in planner.generations])
+
+            def cancel_all() -> None:
+                assert planner is not None  # set while there is a driver
+                for gen in planner.generations:
+                    planner.cancel(gen.task_id, reason)
+
+            self.driver.call(cancel_all)
 
     def _unconfigure(self, reason: str) -> None:
         self._end_all(reason)
@@ -310,7 +325,12 @@ class PlannerNode(LifecycleNode):
         """A task REJECTED with `reason`: by the planner, or here while there is none."""
         driver, planner = self.driver, self.planner
         if driver is not None:
-            driver.post(lambda: planner.reject(task_id, robot_id, reason))
+
+            def reject() -> None:
+                assert planner is not None  # set while there is a driver
+                planner.reject(task_id, robot_id, reason)
+
+            driver.post(reject)
         else:
             self._publish(StatusUpdate(task_id, robot_id, TaskState.REJECTED, self.clock.now(), message=reason))
 
@@ -336,6 +356,7 @@ class PlannerNode(LifecycleNode):
 
         def submit() -> None:
             self.hops.mark(task_id, 0, "enqueued")
+            assert planner is not None  # posted only while there is a driver, and so a planner
             planner.submit(outcome)
 
         self._post(submit)

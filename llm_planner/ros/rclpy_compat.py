@@ -11,6 +11,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from typing import Any, Literal
 
 import numpy as np
 from action_msgs.msg import GoalStatus
@@ -60,6 +61,10 @@ check_rclpy_version()  # at the first import: every node of the package starts t
 # takes guard conditions, or a leaner SingleThreadedExecutor); benchmarks/rclpy_costs.py tells.
 
 
+# The entity kinds a wait set reports ready ones of (`WaitSet.get_ready_entities`).
+_ReadyKind = Literal["subscription", "client", "service", "timer", "guard_condition"]
+
+
 class NodeExecutor(Executor):
     """Spins one node: `spin_once` waits on its entities, then runs everything that is ready,
     and every task (a coroutine awaiting a future) once more. Exceptions of the callbacks it
@@ -68,7 +73,7 @@ class NodeExecutor(Executor):
     def __init__(self, node, *, context=None) -> None:
         super().__init__(context=context or node.context)
         self._node = node
-        self._wait_set = None
+        self._wait_set: _rclpy.WaitSet | None = None
         self._shape: tuple[int, ...] | None = None
         self._failed: list[BaseException] = []
         self._thread: int | None = None  # the thread spinning it
@@ -109,22 +114,20 @@ class NodeExecutor(Executor):
                     node.waitables,
                 )
             )
-            self._wait(subscriptions, timers, clients, services, guards, waitables, timeout_sec)
+            wait_set = self._wait(subscriptions, timers, clients, services, guards, waitables, timeout_sec)
             if self._is_shutdown:
                 return
             if not self._context.ok():
                 raise ExternalShutdownException()
-            ready_waitables = [w for w in waitables if w.is_ready(self._wait_set)]  # before the set is refilled
-            ready = {
-                kind: set(self._wait_set.get_ready_entities(kind)) if entities else set()
-                for kind, entities in (
-                    ("timer", timers),
-                    ("subscription", subscriptions),
-                    ("guard_condition", guards),
-                    ("client", clients),
-                    ("service", services),
-                )
-            }
+            ready_waitables = [w for w in waitables if w.is_ready(wait_set)]  # before the set is refilled
+            kinds: tuple[tuple[_ReadyKind, list], ...] = (
+                ("timer", timers),
+                ("subscription", subscriptions),
+                ("guard_condition", guards),
+                ("client", clients),
+                ("service", services),
+            )
+            ready = {kind: set(wait_set.get_ready_entities(kind)) if entities else set() for kind, entities in kinds}
             for waitable in ready_waitables:
                 data = waitable.take_data()
                 for future in waitable._futures:  # their done callbacks become tasks, run after execute (as in rclpy)
@@ -168,7 +171,8 @@ class NodeExecutor(Executor):
             alive.append(entity)
         return alive
 
-    def _wait(self, subscriptions, timers, clients, services, guards, waitables, timeout_sec) -> None:
+    def _wait(self, subscriptions, timers, clients, services, guards, waitables, timeout_sec) -> _rclpy.WaitSet:
+        """Wait on the entities; the wait set, which tells what is ready."""
         counts = NumberOfEntities(len(subscriptions), len(guards), len(timers), len(clients), len(services))
         for waitable in waitables:
             counts += waitable.get_num_entities()
@@ -181,8 +185,11 @@ class NodeExecutor(Executor):
             counts.num_events,
         )
         if shape != self._shape:  # rcl wait sets have fixed room: a new entity needs a new set
-            self._wait_set, self._shape = _rclpy.WaitSet(*shape, self._context.handle), shape
+            context = self._context.handle
+            assert context is not None  # an initialised context: rclpy's executors fail otherwise too
+            self._wait_set, self._shape = _rclpy.WaitSet(*shape, context), shape
         wait_set = self._wait_set
+        assert wait_set is not None  # made at the first wait, as no shape equals None
         wait_set.clear_entities()
         for subscription in subscriptions:
             wait_set.add_subscription(subscription.handle)
@@ -197,6 +204,7 @@ class NodeExecutor(Executor):
         for waitable in waitables:
             waitable.add_to_wait_set(wait_set)
         wait_set.wait(-1 if timeout_sec is None or timeout_sec < 0 else int(timeout_sec * 1e9))
+        return wait_set
 
     def _run_taken(self, execute) -> None:
         if execute is not None:  # rclpy's _take_* give None when there was nothing to take after all
@@ -262,7 +270,7 @@ def send_goal(client: ActionClient, goal, on_response, feedback_callback=None) -
     request = client._action_type.Impl.SendGoalService.Request(goal_id=client._generate_random_uuid(), goal=goal)
     if feedback_callback is not None:
         client._feedback_callbacks[bytes(request.goal_id.uuid)] = feedback_callback
-    future = Future()
+    future: Future[Any] = Future()
     future.add_done_callback(client._remove_pending_goal_request)
     future.add_done_callback(on_response)
     with client._lock:
@@ -309,7 +317,10 @@ class _HexUuid(np.ndarray):
     def __format__(self, spec: str) -> str:
         return self.tobytes().hex()
 
-    __str__ = __repr__ = lambda self: self.tobytes().hex()
+    def __str__(self) -> str:
+        return self.tobytes().hex()
+
+    __repr__ = __str__
 
 
 class KeptResultsActionServer(ActionServer):
@@ -328,7 +339,8 @@ class KeptResultsActionServer(ActionServer):
     - A goal's UUID prints as hex (`_HexUuid`), not through numpy's array printing."""
 
     def __init__(self, *args, result_kept_s: float, goal_listed_s: float, on_goal_taken=None, **kwargs) -> None:
-        super().__init__(*args, result_timeout=goal_listed_s, **kwargs)
+        # rclpy annotates result_timeout as int; its C binding takes float seconds
+        super().__init__(*args, result_timeout=goal_listed_s, **kwargs)  # type: ignore[arg-type]
         self._ended = _KeptResults(max(result_kept_s, 2 * goal_listed_s))  # longer than it is listed
         self._on_goal_taken = on_goal_taken  # called with each goal request the executor takes
         self._asked: dict[bytes, list] = {}  # result requests waiting for their goal's end

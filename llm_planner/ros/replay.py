@@ -14,11 +14,12 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from llm_planner.catalog.skills import load_skill_set
 from llm_planner.domain.names import STATUS_TOPIC, TASKS_TOPIC, VIEW_TOPIC
 from llm_planner.domain.tasks import TaskRecord, TaskRequest, TaskState
-from llm_planner.lrtrace.formats import TraceSet, Workload
+from llm_planner.lrtrace.formats import Job, TraceSet, Workload
 from llm_planner.lrtrace.jobs import job_fields
 from llm_planner.lrtrace.simulate import check_workload
 from llm_planner.planning.intake import Rejection, build_request
@@ -65,7 +66,7 @@ class Recorder:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(self.path, "wb")  # noqa: SIM115 -- open until close()
-        self._writer = Writer(self._file)
+        self._writer: Writer | None = Writer(self._file)  # None once closed
         self._writer.start(profile="ros2", library="llm_planner lrtrace")
         self._lock = threading.Lock()
         self._channels = {}
@@ -106,7 +107,9 @@ def read_recording(path: str | Path) -> tuple[list, list]:
     from mcap.reader import make_reader
     from mcap_ros2.decoder import DecoderFactory
 
-    tasks, statuses = [], []
+    # decoded messages (generated ROS types)
+    tasks: list[tuple[float, Any]] = []
+    statuses: list[tuple[float, Any]] = []
     with open(path, "rb") as fh:
         reader = make_reader(fh, decoder_factories=[DecoderFactory()])
         for _, channel, message, decoded in reader.iter_decoded_messages(topics=[TASKS_TOPIC, STATUS_TOPIC]):
@@ -165,7 +168,7 @@ def records_from_recording(path: str | Path, config: PlannerConfig, traces: Trac
     tasks, statuses = read_recording(path)
     by_text = {t.instruction.strip(): t for t in (traces.traces if traces else [])}
     sent: dict[str, list[str]] = defaultdict(list)
-    final: dict[str, object] = {}
+    final: dict[str, Any] = {}  # a task's final TaskStatus
     ended: dict[str, float] = {}
     arrival: dict[str, float] = {}
     for t, msg in statuses:
@@ -267,7 +270,7 @@ def idle_first_actions(
     of `repeats` runs after one that is not counted. The floor is measured warm: the first run
     of a prompt pays for cold caches and code paths the runs under load have already warmed."""
     by_id = check_workload(workload, traces, config)
-    chosen = {}
+    chosen: dict[int, Job] = {}
     for job in sorted(workload.jobs, key=lambda j: j.arrival_s):
         if by_id[job.trace_id].urgency == level:
             chosen.setdefault(job.trace_id, job)

@@ -9,9 +9,11 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
+from rclpy.action.client import ClientGoalHandle
 from rclpy.node import Node
 from rclpy.time import Time
 
@@ -40,7 +42,7 @@ class _Pending:
     index: int
     worst_s: float  # worst-case execution estimate of the segment
     sent_s: float
-    handle: object = None
+    handle: ClientGoalHandle[Any, Any, Any] | None = None  # once the robot accepted the goal
     started_s: float = math.nan
     canceled: bool = False
     # Once it has ended (or should have) without a result: when this side first saw that or
@@ -75,7 +77,9 @@ class RobotLink(Node):
         )
         self.robot_id = robot_id
         self.port = port
-        self.client = ActionClient(self, ExecuteSegment, execute_segment_action(robot_id), **ACTION_CLIENT)
+        self.client: ActionClient[Any, Any, Any] = ActionClient(
+            self, ExecuteSegment, execute_segment_action(robot_id), **ACTION_CLIENT
+        )
         self._pending: dict[tuple[str, int], _Pending] = {}
         self._lock = threading.Lock()
         self._gone_since: float | None = None
@@ -104,7 +108,7 @@ class RobotLink(Node):
         """The goal goes out from this node's executor thread, or from the calling thread if
         the port says so (the links process: nothing there holds the GIL for long). Sent
         straight from the planner thread, a goal left sooner but its response, feedback and
-        result came back while the planner still held the GIL (docs/performance.md, "Tried and dropped")."""
+        result came back while the planner still held the GIL (docs/performance/ros-path.md, "Tried and dropped")."""
         entry = _Pending(task_id, segment.index, worst_s, self.port.clock.now())
         with self._lock:
             self._pending[(task_id, segment.index)] = entry
@@ -184,6 +188,7 @@ class RobotLink(Node):
         self._request_result(entry)
 
     def _request_result(self, entry: _Pending) -> None:
+        assert entry.handle is not None  # asked for only once the goal was accepted
         entry.handle.get_result_async().add_done_callback(lambda f: self._on_result(entry, f))
 
     def _on_feedback(self, entry: _Pending, feedback_msg) -> None:
@@ -298,12 +303,16 @@ class LiveRobotPort:
         self.hops = hops or HopLog(None)
         self.robot_ids = {r.id for r in fleet.robots}
 
+    def _listener(self) -> RobotListener:
+        assert self.listener is not None  # only the links' child port has none, and it reports over its pipe
+        return self.listener
+
     # reports, from any thread
     def segment_started(self, task_id: str, index: int, t: float) -> None:
-        self.post(lambda: self.listener.segment_started(task_id, index, t))
+        self.post(lambda: self._listener().segment_started(task_id, index, t))
 
     def segment_finished(self, task_id: str, index: int, ok: bool, times: list[float], message: str, t: float) -> None:
-        self.post(lambda: self.listener.segment_finished(task_id, index, ok, times, message, t))
+        self.post(lambda: self._listener().segment_finished(task_id, index, ok, times, message, t))
 
     # called in the planner thread
     def dispatch(self, robot_id: str, task_id: str, segment: DispatchedSegment) -> None:
@@ -314,10 +323,25 @@ class LiveRobotPort:
                 task_id, segment.index, False, [], f"robot {robot_id}: not in the fleet", self.clock.now()
             )
             return
-        _, model = self.listener.robot_models(task_id)
+        _, model = self._listener().robot_models(task_id)
         self.send(robot_id, task_id, segment, model.estimate_calls(segment.calls, "max"))
 
     def send(self, robot_id: str, task_id: str, segment: DispatchedSegment, worst_s: float) -> None:
+        raise NotImplementedError
+
+    # Implemented by each kind of port.
+    def cancel(self, robot_id: str, task_id: str) -> None:
+        raise NotImplementedError
+
+    @property
+    def link_nodes(self) -> list[Node]:
+        """The link nodes to spin in the planner's process."""
+        raise NotImplementedError
+
+    def probe(self, robot_id: str, timeout_s: float) -> bool:
+        raise NotImplementedError
+
+    def close(self) -> None:
         raise NotImplementedError
 
 

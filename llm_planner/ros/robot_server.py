@@ -29,9 +29,11 @@ import time
 import traceback
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from action_msgs.msg import GoalStatus
 from rclpy.action import CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
 from rclpy.node import Node
 from rclpy.task import Future
 
@@ -51,9 +53,10 @@ GOAL_LISTED_S = 0.1  # how long an ended goal stays in the action server's goal 
 
 @dataclass
 class _Job:
-    goal_handle: object
+    goal_handle: ServerGoalHandle[Any, Any, Any]
     cancel: threading.Event = field(default_factory=threading.Event)
-    done: Future = field(default_factory=Future)  # (final status, result), once the robot is done
+    # (final status, result), once the robot is done
+    done: Future[tuple[int, ExecuteSegment.Result]] = field(default_factory=Future)
 
     @property
     def task_id(self) -> str:
@@ -150,7 +153,9 @@ class RobotServer(Node):
 
     async def _until_done(self, goal_handle) -> ExecuteSegment.Result:
         key = bytes(goal_handle.goal_id.uuid)
-        status, result = await self._by_goal[key].done
+        outcome = await self._by_goal[key].done
+        assert outcome is not None  # set by _end; the future is never canceled
+        status, result = outcome
         with self._cond:
             self._by_goal.pop(key, None)
         # The final state is given here, as the callback returns: a goal expires GOAL_LISTED_S

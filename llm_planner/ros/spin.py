@@ -3,7 +3,7 @@
 rclpy's executors rebuild their wait set in Python from every entity of every node they
 hold, on every wake. With fifty robot servers and the planner's fifty action clients in one
 executor that took 5-40 ms per message on two cores (benchmarks/ros_overhead.py,
-docs/performance.md); a node's own executor waits on that node's entities only. No callback
+docs/performance/ros-path.md); a node's own executor waits on that node's entities only. No callback
 of the package blocks (robots move on their own threads), so one thread per node is enough,
 and the executor is `NodeExecutor` (ros/rclpy_compat.py): one turn per message, half the Python
 of rclpy's."""

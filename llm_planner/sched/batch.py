@@ -30,7 +30,7 @@
   that ends stays out while it would slow the next. They join once no more important
   segment would earn less in their company;
 - consolidation (`rtlm`, RT-LM's dynamic consolidation): at most b generations, and one joins
-  a running batch only if its predicted remaining tokens are within a factor e^lambda of the
+  a running batch only if its `priced_plan_tokens_left` is within a factor e^lambda of the
   batch's median, so generations of similar length run together.
 """
 
@@ -38,11 +38,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from llm_planner.domain.decisions import DecisionTrace, Kind, Reason
+from llm_planner.domain.tokens_left import segment_tokens_left
 from llm_planner.engine.base import Engine, GenerationRequest
 from llm_planner.sched.queues import QueueEntry, QueueShare, ReadyQueue
 from llm_planner.settings.config import BatchConfig, RtlmConfig
@@ -51,17 +52,39 @@ from llm_planner.settings.config import BatchConfig, RtlmConfig
 class BatchMember(Protocol):
     """What the batch controller reads of a planner's generation."""
 
-    task_id: str
-    request: GenerationRequest
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def request(self) -> GenerationRequest: ...
+
     entry: QueueEntry | None
     in_engine: bool  # its context is in an engine (a resume there, no prompt prefill)
     replica: int | None  # the replica that engine is
     tokens: int  # generated so far (prefilled again with the prompt where it joins another engine)
     seg_tokens: int  # tokens generated since its last segment boundary
-    expected_segment_tokens: float  # what its current segment is expected to take
-    typical_segment_tokens: float  # what its skill set's segments typically take (at most the expected)
     deadline_s: float  # when its current segment is due
-    expected_remaining_tokens: float  # what the rest of its plan is expected to take (rtlm)
+
+    @property
+    def expected_segment_tokens(self) -> float: ...  # what its current segment is expected to take
+    @property
+    def typical_segment_tokens(self) -> float: ...  # its skill set's typical segment (at most the expected)
+
+    @property
+    def priced_plan_tokens_left(self) -> float: ...  # rtlm (domain/tokens_left.py)
+
+
+M = TypeVar("M", bound=BatchMember)  # the planner's own generation type, handed back as it came
+
+
+def _segment_s(first: float, step: float) -> Callable[[int], float]:
+    """Seconds to write n tokens: the first iteration, then n - 1 at `step`."""
+    return lambda n: first + (n - 1) * step
+
+
+def _entry(gen: BatchMember) -> QueueEntry:
+    """Its scheduling entry: every generation the controller weighs has one."""
+    assert gen.entry is not None
+    return gen.entry
 
 
 def prefill_to_join(engine: Engine, gen: BatchMember) -> int:
@@ -72,15 +95,15 @@ def prefill_to_join(engine: Engine, gen: BatchMember) -> int:
 
 
 @dataclass
-class _Decision:
+class _Decision(Generic[M]):
     """What one `select` call fixes as it goes: whether each generation's segment earns
     decoding alone (priced once), and the generations it may suspend or replace: those running
     before it, less any it replaced (one it admits is not suspended in the same decision)."""
 
     earns_alone: dict[str, bool]
-    suspendable: list[BatchMember]
+    suspendable: list[M]
 
-    def suspendable_in(self, batch: list[BatchMember]) -> list[BatchMember]:
+    def suspendable_in(self, batch: list[M]) -> list[M]:
         """Those of `batch` the decision may suspend, in batch order."""
         return [g for g in batch if g in self.suspendable]
 
@@ -113,10 +136,10 @@ _KEEPS = _Verdict(True)
 
 
 @dataclass
-class Selection:
+class Selection(Generic[M]):
     admitted: list[QueueEntry]  # in order
-    preempted: list[BatchMember]  # suspended for a better queued generation (a full batch)
-    shrunk: list[BatchMember]  # suspended so that a more important running one decodes faster
+    preempted: list[M]  # suspended for a better queued generation (a full batch)
+    shrunk: list[M]  # suspended so that a more important running one decodes faster
 
 
 class BatchController:
@@ -143,15 +166,15 @@ class BatchController:
         self.trace: DecisionTrace | None = None
 
     def select(
-        self, queue: ReadyQueue | QueueShare, running: list[BatchMember], gens: dict[str, BatchMember], now: float
-    ) -> Selection:
+        self, queue: ReadyQueue | QueueShare, running: list[M], gens: Mapping[str, M], now: float
+    ) -> Selection[M]:
         """Entries to admit, in order, and running generations to suspend.
 
         With a full batch, a queued generation whose priority beats the lowest-priority
         running one takes its place; that one keeps its context and returns to the queue
         (so an urgent first segment never waits for a batch slot)."""
         admitted: list[QueueEntry] = []
-        preempted: list[BatchMember] = []
+        preempted: list[M] = []
         batch = list(running)
         context = sum(self.engine.context_tokens(g.task_id) for g in batch)
         prefill_total = 0  # prompts admitted in this decision are all prefilled next iteration
@@ -180,7 +203,7 @@ class BatchController:
                         i,
                         Reason.CONSOLIDATION,
                         batch=len(batch),
-                        remaining_tokens=round(gen.expected_remaining_tokens, 1),
+                        priced_plan_tokens_left=round(gen.priced_plan_tokens_left, 1),
                     )
                 break  # it waits for a batch of its length (the batch drains meanwhile)
             victim = None
@@ -195,8 +218,8 @@ class BatchController:
                         why = Reason.PROTECTED if self.preemptive and decision.suspendable else Reason.BATCH_FULL
                         self._stop(trace, now, entries, i, why, batch=len(batch))
                     break
-                victim = min(replaceable, key=lambda g: queue.priority(g.entry, now))
-                if queue.priority(entry, now) <= queue.priority(victim.entry, now):
+                victim = min(replaceable, key=lambda g: queue.priority(_entry(g), now))
+                if queue.priority(entry, now) <= queue.priority(_entry(victim), now):
                     if trace is not None:
                         self._stop(
                             trace,
@@ -207,7 +230,7 @@ class BatchController:
                             batch=len(batch),
                             priority=round(queue.priority(entry, now), 4),
                             lowest_running=victim.task_id,
-                            lowest_running_priority=round(queue.priority(victim.entry, now), 4),
+                            lowest_running_priority=round(queue.priority(_entry(victim), now), 4),
                         )
                     break
             prefill, new_context, resume = self._joining(gen)
@@ -253,7 +276,7 @@ class BatchController:
             resumes += int(resume)
             kv_free -= kv_needed
             critical = self._critical(batch, now, decision.earns_alone)
-        shrunk: list[BatchMember] = []
+        shrunk: list[M] = []
         if critical is not None:
             shrunk = self._shrink_for(
                 critical, decision.suspendable_in(batch), batch, context, prefill_total, resumes, now
@@ -283,10 +306,10 @@ class BatchController:
         self,
         trace: DecisionTrace,
         now: float,
-        gen: BatchMember,
+        gen: M,
         entry: QueueEntry,
         queue: ReadyQueue | QueueShare,
-        victim: BatchMember | None,
+        victim: M | None,
         verdict: _Verdict,
         resume: bool,
         batch: int,
@@ -300,7 +323,7 @@ class BatchController:
                 Reason.PREEMPTED,
                 by=gen.task_id,
                 priority=priority,
-                own_priority=round(queue.priority(victim.entry, now), 4),
+                own_priority=round(queue.priority(_entry(victim), now), 4),
             )
             reason = Reason.PREEMPTS
         else:
@@ -317,9 +340,7 @@ class BatchController:
             **figures,
         )
 
-    def _protected(
-        self, gen: BatchMember, newcomer: BatchMember, step: float, newcomer_earns: bool, now: float
-    ) -> bool:
+    def _protected(self, gen: M, newcomer: M, step: float, newcomer_earns: bool, now: float) -> bool:
         """`timely`: a running generation is not replaced by a less important one if waiting
         for the newcomer's segment (and its own resume) would cost it utility, its own segment
         priced at its typical length (PUD prices it at l_max, at which a short urgent segment
@@ -331,40 +352,42 @@ class BatchController:
         such swap buys nothing and costs the engine a resume. `step`: this batch's decode step;
         `newcomer_earns`: the newcomer's segment ends before its cutoff if taken now (the same
         for every running generation it might replace)."""
-        if not self.guard_by_importance or gen.entry.tuf.beta < newcomer.entry.tuf.beta:
+        if not self.guard_by_importance or _entry(gen).tuf.beta < _entry(newcomer).tuf.beta:
             return False
         if not newcomer_earns:
             return True
-        return gen.entry.tuf.beta > newcomer.entry.tuf.beta and self._loses_by_waiting(
-            gen.entry, self._typical_remaining_tokens(gen), newcomer, step, now
+        return _entry(gen).tuf.beta > _entry(newcomer).tuf.beta and self._loses_by_waiting(
+            _entry(gen), self._typical_segment_tokens_left(gen), newcomer, step, now
         )
 
-    def _earns_taken_now(self, gen: BatchMember, step: float, now: float, typical: bool = False) -> bool:
+    def _earns_taken_now(self, gen: M, step: float, now: float, typical: bool = False) -> bool:
         """True if `gen`'s current segment, at its expected (or typical) length from now at
         `step` seconds a token, ends before its cutoff."""
-        entry = gen.entry
-        tokens = self._typical_remaining_tokens(gen) if typical else self._remaining_tokens(gen)
+        entry = _entry(gen)
+        tokens = self._typical_segment_tokens_left(gen) if typical else self._segment_tokens_left(gen)
         return entry.tuf.utility(now + tokens * step - entry.ref_s) > 0
 
-    def _consolidates(self, gen: BatchMember, batch: list[BatchMember]) -> bool:
-        """rtlm: room in a consolidated batch, and a predicted remaining length like the batch's."""
-        if len(batch) >= self.consolidation.batch_size:
+    def _consolidates(self, gen: M, batch: list[M]) -> bool:
+        """rtlm: room in a consolidated batch, and priced plan tokens left like the batch's."""
+        consolidation = self.consolidation
+        assert consolidation is not None  # asked only under rtlm
+        if len(batch) >= consolidation.batch_size:
             return False
         if not batch:
             return True
-        median = statistics.median(g.expected_remaining_tokens for g in batch)
-        return abs(math.log(gen.expected_remaining_tokens / median)) <= self.consolidation.consolidation
+        median = statistics.median(g.priced_plan_tokens_left for g in batch)
+        return abs(math.log(gen.priced_plan_tokens_left / median)) <= consolidation.consolidation
 
     def _shrink_for(
         self,
-        critical: BatchMember,
-        candidates: list[BatchMember],
-        batch: list[BatchMember],
+        critical: M,
+        candidates: list[M],
+        batch: list[M],
         context: int,
         prefill: int,
         resumes: int,
         now: float,
-    ) -> list[BatchMember]:
+    ) -> list[M]:
         """The fewest running generations to suspend so that `critical` earns more utility
         from its segment at its typical length; each can wait for it (and its own resume) at no
         loss. Empty if no such set helps: a suspension and its resume are not free. The next
@@ -373,13 +396,13 @@ class BatchController:
         waiting = [
             g
             for g in sorted(candidates, key=lambda g: -(g.deadline_s - now))  # most slack first
-            if self._can_wait_for(g, g.entry, critical, batch, context, now)
+            if self._can_wait_for(g, _entry(g), critical, batch, context, now)
         ]
         if not waiting:  # e.g. a batch of equally important generations
             return []
         step = self.engine.predict_step_s(len(batch), context)
         first = self.engine.predict_step_s(len(batch), context, prefill, resumes)
-        chosen: list[BatchMember] = []
+        chosen: list[M] = []
         smaller, small_context = list(batch), context
         for g in waiting:
             chosen.append(g)
@@ -390,13 +413,13 @@ class BatchController:
             if self._earns_more(
                 critical,
                 now,
-                lambda n, f=small_first, s=small_step: f + (n - 1) * s,
-                lambda n: first + (n - 1) * step,
+                _segment_s(small_first, small_step),
+                _segment_s(first, step),
             ):
                 return chosen
         return []
 
-    def _joining(self, gen: BatchMember) -> tuple[int, int, bool]:
+    def _joining(self, gen: M) -> tuple[int, int, bool]:
         """(tokens to prefill, context it brings, whether it resumes) for `gen` joining this
         batch: a resume keeps its context here; a new generation, one moving here from another
         replica or one whose engine was lost prefills."""
@@ -405,9 +428,7 @@ class BatchController:
         prefill = prefill_to_join(self.engine, gen)
         return prefill, prefill, False
 
-    def _slows(
-        self, critical: BatchMember, gen: BatchMember, batch: list[BatchMember], context: int, now: float
-    ) -> bool:
+    def _slows(self, critical: M, gen: M, batch: list[M], context: int, now: float) -> bool:
         """True if `gen` joining the batch would cost `critical` utility on its current segment
         (once that segment has slack, the generations kept out for it may return)."""
         prefill, added, resume = self._joining(gen)
@@ -415,18 +436,16 @@ class BatchController:
         first, joined = self._joined_steps(len(batch), context + added, prefill, int(resume))
         return self._earns_more(critical, now, lambda n: n * alone, lambda n: first + (n - 1) * joined)
 
-    def _earns_more(
-        self, gen: BatchMember, now: float, fast: Callable[[int], float], slow: Callable[[int], float]
-    ) -> bool:
-        """True if `gen`'s current segment earns more utility when its n remaining tokens take
+    def _earns_more(self, gen: M, now: float, fast: Callable[[int], float], slow: Callable[[int], float]) -> bool:
+        """True if `gen`'s current segment earns more utility when its n tokens left take
         `fast(n)` seconds than `slow(n)`, n at its typical length. Without a predictor the
         expected length is the skill set's l_max, which a model's segments often undercut
         several times over: priced at it, a short segment would look hopeless where it earns,
         or in need of a smaller batch where it is done in time anyway."""
-        entry, n = gen.entry, self._typical_remaining_tokens(gen)
+        entry, n = _entry(gen), self._typical_segment_tokens_left(gen)
         return entry.utility_lost(now + fast(n), now + slow(n)) > 0
 
-    def _critical(self, batch: list[BatchMember], now: float, earns_alone: dict[str, bool]) -> BatchMember | None:
+    def _critical(self, batch: list[M], now: float, earns_alone: dict[str, bool]) -> M | None:
         """The running generation less important ones may be suspended or kept out for: the
         most important (largest beta, then earliest deadline) whose segment could still earn,
         decoding alone. One already lost gains nothing from a smaller batch, and chosen for
@@ -441,61 +460,63 @@ class BatchController:
                     g, self.engine.predict_step_s(1, self._joining(g)[1]), now, typical=True
                 )
         return max(
-            (g for g in batch if earns_alone[g.task_id]), key=lambda g: (g.entry.tuf.beta, -g.deadline_s), default=None
+            (g for g in batch if earns_alone[g.task_id]),
+            key=lambda g: (_entry(g).tuf.beta, -g.deadline_s),
+            default=None,
         )
 
     @staticmethod
-    def _remaining_tokens(gen: BatchMember) -> int:
-        """Tokens its current segment still needs (at least one)."""
-        return max(1, math.ceil(gen.expected_segment_tokens) - gen.seg_tokens)
+    def _segment_tokens_left(gen: M) -> int:
+        """Its current segment's tokens left, in whole tokens."""
+        return math.ceil(segment_tokens_left(gen.expected_segment_tokens, gen.seg_tokens))
 
     @staticmethod
-    def _typical_remaining_tokens(gen: BatchMember) -> int:
-        """Tokens its current segment still needs at its skill set's typical length (at least one)."""
-        return max(1, math.ceil(gen.typical_segment_tokens) - gen.seg_tokens)
+    def _typical_segment_tokens_left(gen: M) -> int:
+        """Its current segment's tokens left at its skill set's typical length, in whole tokens."""
+        return math.ceil(segment_tokens_left(gen.typical_segment_tokens, gen.seg_tokens))
 
     def _can_wait_for(
         self,
-        gen: BatchMember,
+        gen: M,
         entry: QueueEntry,
-        critical: BatchMember,
-        batch: list[BatchMember],
+        critical: M,
+        batch: list[M],
         context: int,
         now: float,
     ) -> bool:
         """True if `gen` is less important than `critical` and finishing its segment after the
         critical one's (at the current batch) costs it no utility, whether its segment would
         otherwise end at the next token or at its expected length."""
-        if gen is critical or entry.tuf.beta >= critical.entry.tuf.beta:
+        if gen is critical or entry.tuf.beta >= _entry(critical).tuf.beta:
             return False
         step = self.engine.predict_step_s(max(1, len(batch)), context)
         # Priced at the expected length alone, a short segment that would be written in time
         # can look lost whether it waits or not.
-        delayed = self._finish_after(critical, now + self._remaining_tokens(gen) * step, step)
+        delayed = self._finish_after(critical, now + self._segment_tokens_left(gen) * step, step)
         return entry.utility_lost(now + step, delayed) <= 0
 
-    def _loses_by_waiting(self, entry: QueueEntry, tokens: int, other: BatchMember, step: float, now: float) -> bool:
+    def _loses_by_waiting(self, entry: QueueEntry, tokens: int, other: M, step: float, now: float) -> bool:
         """True if a segment (scheduling entry `entry`) with `tokens` to go earns less when it
         finishes after `other`'s segment and its own resume than when it goes on now, at
         `step` seconds a token."""
         finish = now + tokens * step
         return entry.utility_lost(finish, self._finish_after(other, finish, step)) > 0
 
-    def _finish_after(self, other: BatchMember, finish: float, step: float) -> float:
+    def _finish_after(self, other: M, finish: float, step: float) -> float:
         """When a segment due at `finish` ends if it first waits for `other`'s segment and its
         own resume, at `step` seconds a token."""
-        return finish + self._remaining_tokens(other) * step + self.engine.predict_step_s(1, 0, resumes=1)
+        return finish + self._segment_tokens_left(other) * step + self.engine.predict_step_s(1, 0, resumes=1)
 
     def _keeps_deadlines(
         self,
-        batch: list[BatchMember],
+        batch: list[M],
         context: int,
         prefill: int,
         resumes: int,
         now: float,
-        newcomer: BatchMember,
+        newcomer: M,
         entry: QueueEntry,
-        decision: _Decision,
+        decision: _Decision[M],
     ) -> _Verdict:
         """Not `keeps` if admitting `newcomer` would make a running generation miss a deadline it
         would otherwise meet (one that misses anyway does not block admissions). With
@@ -522,8 +543,10 @@ class BatchController:
         at_risk, loss, total, wait = "", 0.0, 0.0, 0.0  # loss: of the segments at risk at least as important
         for gen in batch:
             slack = gen.deadline_s - now
-            remaining = self._typical_remaining_tokens(gen) if self.guard_by_importance else self._remaining_tokens(gen)
-            alone, joined = remaining * step_now, first + (remaining - 1) * step
+            left = (
+                self._typical_segment_tokens_left(gen) if self.guard_by_importance else self._segment_tokens_left(gen)
+            )
+            alone, joined = left * step_now, first + (left - 1) * step
             if not self.guard_by_importance or gen.entry is None:
                 if alone < slack <= joined:
                     return _Verdict(False, gen.task_id, wait_s=alone)
@@ -544,13 +567,13 @@ class BatchController:
 
     def _newcomer_steps(
         self,
-        batch: list[BatchMember],
+        batch: list[M],
         context: int,
         prefill: int,
         resumes: int,
-        newcomer: BatchMember,
+        newcomer: M,
         now: float,
-        decision: _Decision,
+        decision: _Decision[M],
     ) -> tuple[float, float]:
         """(its first iteration, each one after it) for `newcomer` once it joins `batch` (`context`
         tokens with its own): beside all of them, or with shrinking, without those the shrink
@@ -572,7 +595,7 @@ class BatchController:
             self.engine.predict_step_s(batch_size + 1, context),
         )
 
-    def _newcomer_segment_s(self, newcomer: BatchMember, first: float, step: float) -> float:
+    def _newcomer_segment_s(self, newcomer: M, first: float, step: float) -> float:
         """How long a newcomer's segment takes once admitted, at its typical length: its first
         iteration (`first`), then `step` a token."""
-        return first + (self._typical_remaining_tokens(newcomer) - 1) * step
+        return first + (self._typical_segment_tokens_left(newcomer) - 1) * step

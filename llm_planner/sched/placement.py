@@ -33,7 +33,7 @@ class Candidate:
     gen_id: str
     prompt_tokens: int  # to prefill (its own prompt; the skill set's shared prompt is cached)
     segment_tokens: float  # its next segment's expected tokens
-    remaining_tokens: float  # the rest of its plan's expected tokens
+    plan_tokens_left: float  # domain/tokens_left.py
     priority: float = 0.0  # its priority in the ready queue now
 
 
@@ -61,7 +61,7 @@ class ReplicaLoad:
 
     @property
     def tokens(self) -> float:
-        return self.outstanding_tokens + sum(c.remaining_tokens for c in self.placed)
+        return self.outstanding_tokens + sum(c.plan_tokens_left for c in self.placed)
 
     def _preempts(self, candidate: Candidate) -> bool:
         """A full batch, and a running generation it would take the place of."""
@@ -149,11 +149,11 @@ def make_placement(name: str) -> Placement:
         raise ValueError(f"unknown placement {name!r} (choose from {', '.join(PLACEMENTS)})") from None
 
 
-def slot_free_s(engine: Engine, remaining_tokens: list[float]) -> float:
-    """Until the first running generation leaves the batch (`remaining_tokens`: what each has
-    to write before it does), at the running batch's step time."""
-    if not remaining_tokens:
+def slot_free_s(engine: Engine, tokens_left: list[float]) -> float:
+    """Until the first running generation leaves the batch (`tokens_left`: what each has to
+    write before it does), at the running batch's step time."""
+    if not tokens_left:
         return 0.0
     running = engine.running
     step = engine.predict_step_s(len(running), sum(engine.context_tokens(g) for g in running))
-    return min(remaining_tokens) * step if math.isfinite(step) else 0.0
+    return min(tokens_left) * step if math.isfinite(step) else 0.0

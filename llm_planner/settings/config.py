@@ -258,7 +258,7 @@ class PlannerConfig(_Strict):
         default="process",
         description="live node: the robot links (the action clients that send segments) run in "
         "a process of their own, where the planner's work cannot hold them up, or as threads of the planner's "
-        'process (docs/performance.md, "The ROS path")',
+        "process (docs/performance/ros-path.md)",
     )
     batch: BatchConfig = BatchConfig()
     replicas: int = Field(

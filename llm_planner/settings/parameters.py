@@ -108,10 +108,11 @@ def _scalar_type(annotation) -> tuple[type, list[str]]:
 def _bounds(metadata, integer: bool) -> tuple[float | None, float | None]:
     """Inclusive bounds for a ROS 2 range; exclusive ones become inclusive (the validator
     still rejects the bound itself)."""
-    minimum = maximum = None
+    minimum: float | None = None
+    maximum: float | None = None
     for item in metadata:
         if isinstance(item, (annotated_types.Ge, annotated_types.Gt)):
-            bound = getattr(item, "ge", getattr(item, "gt", None))
+            bound: Any = getattr(item, "ge", getattr(item, "gt", None))  # the number a config field gives
             minimum = bound + 1 if isinstance(item, annotated_types.Gt) and integer else bound
         elif isinstance(item, (annotated_types.Le, annotated_types.Lt)):
             bound = getattr(item, "le", getattr(item, "lt", None))

@@ -11,9 +11,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from llm_planner.catalog.skills import load_skill_set
-from llm_planner.engine.base import Engine, GenerationRequest
+from llm_planner.engine.base import GenerationRequest
 from llm_planner.lrtrace.formats import Trace
 from llm_planner.planning import prompts
 from llm_planner.planning.segmenter import make_segmenter
@@ -48,7 +49,7 @@ def trace_plan_requests(
 
 
 def run_plans(
-    engine: Engine,
+    engine: Any,  # a real engine (or a replica of one): it reads `output_ids`, which only they have
     requests: list[GenerationRequest],
     segmented: bool,
     suspend: bool = True,

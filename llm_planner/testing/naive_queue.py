@@ -1,6 +1,6 @@
 """The reference implementation's queue, for the scheduling-cost benchmark and the "same pick
-as a full re-sort" test only (not shipped): recompute every priority and sort the whole
-queue on every decision."""
+as a full re-sort" test only (the planner never uses it): recompute every priority and sort
+the whole queue on every decision."""
 
 from llm_planner.domain.tuf import pud_from_latest_start
 from llm_planner.sched.queues import QueueEntry, ReadyQueue, rank

@@ -23,6 +23,7 @@ class Running:
         self._spinning = spin_node(client)
         assert client.wait_for_planner(15), "planner did not subscribe to /llm_planner/tasks"
         assert not fleet.unreachable, f"robots the planner had no round trip with: {fleet.unreachable}"
+        assert fleet.planner_node is not None
         links = getattr(fleet.planner_node.port, "links", {})  # none here with robot_links: process
         for link in links.values():  # every action server discovered by the planner's clients
             assert link.client.wait_for_server(timeout_sec=15), link.robot_id

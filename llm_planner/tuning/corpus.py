@@ -717,7 +717,7 @@ def _hazard(rng) -> tuple[str, str]:
 
 
 def _escape_then(rng, away: str, reply: str) -> list:
-    actions = [("move", away, rng.choice([50, 60, 80, 100]))]
+    actions: list[tuple[str | int, ...]] = [("move", away, rng.choice([50, 60, 80, 100]))]
     if "hover" in reply or "wait" in reply:
         actions.append(("wait", rng.choice([1, 2, 3])))
     elif "report" in reply:

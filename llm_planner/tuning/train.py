@@ -174,7 +174,8 @@ def tune(
     torch.manual_seed(settings.seed)
     rng = random.Random(settings.seed)
     tokenizer = AutoTokenizer.from_pretrained(str(base_dir))
-    model = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=torch.float32).to(device)
+    # PreTrainedModel.to is @wraps(nn.Module.to), which the stubs read as the unbound method (self first)
+    model = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=torch.float32).to(device)  # type: ignore[arg-type]
     config = LoraConfig(
         r=settings.rank,
         lora_alpha=settings.alpha,

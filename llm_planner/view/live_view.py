@@ -11,7 +11,7 @@ import json
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -116,7 +116,7 @@ class LiveView:
         self.trace = DecisionTrace(listener=self._on_event)
         return self.trace
 
-    def watch(self, planner: Planner, robot_ids: list[str] = ()) -> None:
+    def watch(self, planner: Planner, robot_ids: Sequence[str] = ()) -> None:
         """Snapshot `planner` from now on (it must write its decisions to `self.trace`)."""
         if planner.decisions is not self.trace:
             raise ValueError("the planner writes its decisions elsewhere: give it decisions=view.new_trace()")

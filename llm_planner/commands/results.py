@@ -1,8 +1,8 @@
 """Remake or check every simulated result under docs/results (listed in docs/results/simulated.yaml).
 
-    python -m llm_planner.testing.sim_results list      # each result, its command, whether it is stored
-    python -m llm_planner.testing.sim_results check     # rerun each; exit 1 if one differs (`make check-results`)
-    python -m llm_planner.testing.sim_results remake    # rewrite the JSON and text (`make results`)
+    python -m llm_planner.commands.results list      # each result, its command, whether it is stored
+    python -m llm_planner.commands.results check     # rerun each; exit 1 if one differs (`make check-results`)
+    python -m llm_planner.commands.results remake    # rewrite the JSON and text (`make results`)
 
 `--only GLOB` picks results by their path under docs/results.
 
@@ -65,6 +65,8 @@ def load_manifest(path: Path = MANIFEST) -> tuple[dict[str, dict], list[str], li
             unfilled = sorted(set(re.findall(r"\{(\w+)\}", f"{out} {run} {config}")) - {"out"})
             if unfilled:
                 raise ValueError(f"{path}: {out}: no `for` values for {', '.join(unfilled)}")
+            if out is None or run is None:
+                raise ValueError(f"{path}: every run needs `out` and `run` ({entry})")
             if config is not None and config not in configs:
                 raise ValueError(f"{path}: {out} names config {config!r}, which is not under configs")
             runs.append(Run(out, shlex.split(run), config))
