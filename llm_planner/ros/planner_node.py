@@ -58,6 +58,11 @@ if TYPE_CHECKING:
     from llm_planner.engine.vllm_engine import VllmEngine
 
 
+# After a planner bug: how long the FAILED statuses have to reach their subscribers (and a
+# reliable writer to resend a lost one) before the node's context shuts down.
+FAILED_STATUS_FLUSH_S = 1.0
+
+
 def robot_port_factory(
     config: PlannerConfig, fleet: FleetConfig, post, clock: WallClock, hops: HopLog, node_name: str
 ) -> Callable[[RobotListener], LiveRobotPort]:
@@ -243,6 +248,7 @@ class PlannerNode(LifecycleNode):
                             request.task_id, request.robot_id, TaskState.FAILED, self.clock.now(), message=reason
                         )
                     )
+        time.sleep(FAILED_STATUS_FLUSH_S)
         rclpy.try_shutdown(context=self.context)
 
     def _end_all(self, reason: str) -> None:
