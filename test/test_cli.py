@@ -90,6 +90,15 @@ def test_compose_and_import_round_trip(tmp_path):
     assert set(json.loads((tmp_path / "s.json").read_text())) == {"edf", "recorded traces"}
 
 
+def test_import_refuses_texts_for_a_workload_that_has_none(tmp_path, capsys):
+    w = tmp_path / "w.yaml"
+    assert lrtrace_main(["compose", "--preset", "wid2", "--seed", "7", "-o", str(w)]) == 0
+    out = tmp_path / "again.yaml"
+    assert lrtrace_main(["import", str(w), "-o", str(out), "--texts", str(tmp_path / "texts.yaml")]) == 2
+    assert "only a TimelyLLM artifact job list carries task texts" in capsys.readouterr().err
+    assert not out.exists() and not (tmp_path / "texts.yaml").exists()  # nothing half written
+
+
 def test_compose_options_override_the_preset(tmp_path):
     from llm_planner.lrtrace.load import load_workload
 

@@ -174,3 +174,8 @@ def test_a_checkpoint_without_token_quantiles_says_to_train_again(trained):
     old = LengthPredictor(trained.model.__class__(**{**trained.model.__dict__, "info": {}}))
     with pytest.raises(ValueError, match="train it again"):
         old.training_quantile(0.9)
+
+
+def test_training_with_no_epoch_to_keep_says_so():
+    with pytest.raises(ValueError, match="no epoch of 0 gave a finite validation loss"):
+        train_predictor(synthetic(40, 2), "test-model", epochs=0)

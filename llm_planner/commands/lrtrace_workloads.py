@@ -85,10 +85,11 @@ def cmd_import(args) -> int:
     except FormatError:
         pass
     workload, texts = load_workload(raw_path)
+    if args.texts and texts is None:
+        raise FormatError(f"{raw_path}: --texts: only a TimelyLLM artifact job list carries task texts")
     save(workload, args.output)
     stdout().print(f"wrote {args.output}: workload with {len(workload.jobs)} jobs")
-    if args.texts:
-        assert texts is not None, "only a TimelyLLM artifact job list carries task texts"
+    if args.texts and texts is not None:
         save(texts, args.texts)
         stdout().print(f"wrote {args.texts}: task texts of {len(texts.traces)} traces (no plans)")
     return 0

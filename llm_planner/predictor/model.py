@@ -156,7 +156,8 @@ def train(
         if held < best:
             best, best_epoch = held, epoch + 1
             best_state = {k: v.clone() for k, v in model.net.state_dict().items()}
-    assert best_state is not None  # the first epoch sets it, unless its validation loss is NaN (or epochs is 0)
+    if best_state is None:
+        raise ValueError(f"no epoch of {epochs} gave a finite validation loss: nothing to keep")
     model.net.load_state_dict(best_state)
     model.net.eval()
     model.info = {"samples": len(tokens), "epochs": best_epoch, "validation_loss": best}
