@@ -159,13 +159,13 @@ def test_the_hold_prices_segments_to_come_at_the_batch_the_queue_fills(config, t
     config = config.model_copy(update={"batch": config.batch.model_copy(update={"max_batch_size": 4})})
     planner, _ = run_planner(config, tokenizer, [])  # idle: what is submitted below stays queued
     engine = planner.replicas[0].engine
-    assert planner._loaded_step_s(engine) == engine.predict_step_s(1, 0)
+    assert planner.estimates.loaded_step_s(engine) == engine.predict_step_s(1, 0)
     for i in range(2):
         planner.submit(request(f"t{i}"))
-    assert planner._loaded_step_s(engine) == engine.predict_step_s(2, 0)
+    assert planner.estimates.loaded_step_s(engine) == engine.predict_step_s(2, 0)
     for i in range(2, 8):
         planner.submit(request(f"t{i}"))
-    assert planner._loaded_step_s(engine) == engine.predict_step_s(4, 0) > engine.predict_step_s(2, 0)
+    assert planner.estimates.loaded_step_s(engine) == engine.predict_step_s(4, 0) > engine.predict_step_s(2, 0)
 
 
 @pytest.mark.parametrize("level,tuf", [("normal", Tuf(1, 1, 1.5)), ("urgent", Tuf(2, 0.2, 0.5))])
@@ -196,15 +196,15 @@ def test_the_hold_sees_as_many_segments_to_come_as_the_skill_sets_finished_plans
     planner, _ = run_planner(config, tokenizer, [])
     planner.submit(request("first", plan=plan))
     first = planner._gens["first"]
-    assert planner._segments_to_come(first) == [first.skill_set.segment_tokens]
+    assert planner.estimates.segments_to_come(first) == [first.skill_set.segment_tokens]
     first.call_segments = 3
-    assert planner._segments_to_come(first) == [first.skill_set.segment_tokens] * 3
+    assert planner.estimates.segments_to_come(first) == [first.skill_set.segment_tokens] * 3
     planner, _ = run_planner(config, tokenizer, [request("done", plan=plan)])
     assert planner.records["done"].state == TaskState.SUCCEEDED
     planner.submit(request("next", plan=plan))
     gen = planner._gens["next"]
-    assert planner._segments_to_come(gen) == [gen.skill_set.segment_tokens] * 5
+    assert planner.estimates.segments_to_come(gen) == [gen.skill_set.segment_tokens] * 5
     gen.call_segments = 2
-    assert planner._segments_to_come(gen) == [gen.skill_set.segment_tokens] * 3
+    assert planner.estimates.segments_to_come(gen) == [gen.skill_set.segment_tokens] * 3
     gen.call_segments = 7  # longer than the plans seen: one more at least
-    assert planner._segments_to_come(gen) == [gen.skill_set.segment_tokens]
+    assert planner.estimates.segments_to_come(gen) == [gen.skill_set.segment_tokens]

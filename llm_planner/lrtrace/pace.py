@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_planner.engine.profile import EngineProfile
-from llm_planner.planning.planner import TYPICAL_PROMPT_TOKENS
+from llm_planner.planning.estimates import TYPICAL_PROMPT_TOKENS
 from llm_planner.settings.config import PlannerConfig
 
 

@@ -8,8 +8,9 @@ dispatch/release.py). Under the paper's policy the generation then leaves the ba
 context stays in the engine) and re-enters the ready queue with TUF_1, referenced to the
 estimated end of the segment's execution; `timely` keeps it running. Robot reports drive the
 utility accounting and the final status. With several engine replicas (planning/replicas.py)
-each has its own batch controller, and a placement policy (sched/placement.py) puts each
-generation on one.
+each has its own batch controller, and `Placing` puts each generation on one by a placement
+policy (sched/placement.py). The estimates the decisions are priced with (G, the step time of
+the batch the queue fills, the hold's outlook) are in planning/estimates.py.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from llm_planner.catalog.exec_model import ExecModel, load_exec_model
 from llm_planner.catalog.safety import SafetyRules, restricted
 from llm_planner.catalog.skills import SkillSet, load_skill_set
 from llm_planner.dispatch.dispatcher import Dispatcher, RobotWork
-from llm_planner.dispatch.release import EXEC_PERCENTILES, Outlook, best_hold, release_utility
+from llm_planner.dispatch.release import Outlook, best_hold, release_utility
 from llm_planner.dispatch.robot_port import RobotListener, RobotPort
 from llm_planner.domain.clock import Clock
 from llm_planner.domain.decisions import DecisionTrace, Iteration, Kind, Reason
@@ -38,6 +39,7 @@ from llm_planner.domain.tasks import (
 )
 from llm_planner.domain.tuf import Tuf
 from llm_planner.engine.base import Continuation, Engine, EngineError, GenerationRequest, StepResult, TokenOutput
+from llm_planner.planning.estimates import Estimates
 from llm_planner.planning.gate import SafetyGate
 from llm_planner.planning.generation import PlanGeneration
 from llm_planner.planning.intake import instruction_problem
@@ -48,17 +50,12 @@ from llm_planner.planning.segment_lengths import ObservedSegments, make_segment_
 from llm_planner.planning.segmenter import Segment, make_segmenter, split_segments
 from llm_planner.sched.batch import BatchController
 from llm_planner.sched.policies import Policy
-from llm_planner.sched.queues import QueueEntry, QueueShare, ReadyQueue, bucket_gen_time
+from llm_planner.sched.queues import QueueEntry, QueueShare, ReadyQueue
 from llm_planner.settings.config import PlannerConfig
 
 log = logging.getLogger(__name__)
 
-# Typical task prompt (scene + instruction; its skill set's system prompt is prefix-cached) and
-# attended context, for the per-class estimate of a segment's generation time G.
-TYPICAL_PROMPT_TOKENS = 100
 EXEC_SAMPLES_KEPT = 100_000
-STEP_WEIGHT = 0.1  # of each iteration in the running mean of the engine's iteration time
-_TYPICAL_CONTEXT_TOKENS = 1000
 
 
 class Planner:
@@ -134,13 +131,10 @@ class Planner:
             decisions,
             clock,
         )
-        # per replica: running mean of its real iteration time (prefills included)
-        self.recent_step_s = [0.0] * len(self.replicas)
         self.admission_s = 0.0  # wall time spent choosing each iteration's batch (the cost of scheduling)
         self.admissions = 0  # how many times it was chosen
         self._joined: dict[int, int] = {}  # per replica, generations that joined its next iteration (traced)
         self._types: dict[str, tuple[SkillSet, ExecModel]] = {}
-        self._gen_time: dict[tuple[str, bool], float] = {}
         for name, rt in config.robot_types.items():
             skill_set = load_skill_set(rt.skill_set)
             model = load_exec_model(rt.exec_model)
@@ -150,23 +144,18 @@ class Planner:
                     f"{model.spec.skill_set}, not {skill_set.name}"
                 )
             self._types[name] = (skill_set, model)
-            for first in (True, False):
-                self._gen_time.setdefault((skill_set.name, first), self._estimate_gen_time(skill_set, first))
+        self.estimates = Estimates(
+            behaviour,
+            self.replicas,
+            self.queue,
+            self.segment_lengths,
+            config.batch.max_batch_size,
+            [skill_set for skill_set, _ in self._types.values()],
+        )
         self.robots = robots(self)  # last: a port may start processes, and nothing above may fail after
         self.dispatcher = Dispatcher(
             self.robots, self._on_executing, None if behaviour.streams_segments else split_segments
         )
-
-    # ----------------------------------------------------------------- estimates
-    def _estimate_gen_time(self, skill_set: SkillSet, first: bool) -> float:
-        """G: l_max tokens at batch 1."""
-        return round(self._solo_gen_time(skill_set.segment_tokens, first), 6)
-
-    def _solo_gen_time(self, tokens: float, first: bool) -> float:
-        """Time to generate `tokens` alone in the engine (+ the prompt's prefill if `first`)."""
-        step = self.engine.predict_step_s(1, _TYPICAL_CONTEXT_TOKENS)
-        prefill = self.engine.predict_step_s(1, _TYPICAL_CONTEXT_TOKENS, TYPICAL_PROMPT_TOKENS) - step if first else 0.0
-        return prefill + tokens * step
 
     def _priced_plan_tokens(self, task_id: str, generated: int = 0) -> float:
         """rtlm: the plan's predicted, uncertainty-priced size (segment_lengths.plan_size)."""
@@ -286,9 +275,7 @@ class Planner:
             gen_id=req.task_id,
             tuf=req.tuf if unsent else req.tuf.resumed(),
             ref_s=req.arrival_s if unsent else gen.robot.free_s,
-            gen_time_s=self._plan_gen_time(gen, first)
-            if self.behaviour.prices_whole_plans
-            else self._segment_gen_time(gen, first),
+            gen_time_s=self.estimates.gen_time(gen, first),
             arrival_s=req.arrival_s,
             first_deadline_s=req.arrival_s + req.tuf.ert_s,
             lane=int(
@@ -299,82 +286,6 @@ class Planner:
         gen.deadline_s = entry.deadline_s
         gen.entry = entry
         return entry
-
-    def _segment_gen_time(self, gen: PlanGeneration, first: bool) -> float:
-        """G of the segment the generation works on next: its expected tokens at the running
-        batch, on the queue's grid (with a predictor; else l_max at batch 1, the per-skill-set
-        constant)."""
-        if not self.segment_lengths.at_current_batch:
-            return self._gen_time[(gen.skill_set.name, first)]
-        engine = self._engine_of(gen)
-        running = engine.running
-        joins = gen.task_id not in running
-        batch = len(running) + joins
-        context = sum(engine.context_tokens(g) for g in running) + joins * _TYPICAL_CONTEXT_TOKENS
-        step = engine.predict_step_s(batch, context)
-        prefill = engine.predict_step_s(batch, context, TYPICAL_PROMPT_TOKENS) - step if first else 0.0
-        return bucket_gen_time(prefill + gen.expected_segment_tokens * step)
-
-    def _plan_gen_time(self, gen: PlanGeneration, first: bool) -> float:
-        """rtlm's G: the rest of the plan's predicted, uncertainty-priced tokens at batch 1 (RT-LM
-        prices a request by its expected length alone, not by the batch it will share)."""
-        return self._solo_gen_time(gen.priced_plan_tokens_left, first)
-
-    def _engine_of(self, gen: PlanGeneration) -> Engine:
-        """The engine the generation's context is in; not yet placed: the one with the smallest batch."""
-        if gen.replica is not None:
-            return self.replicas[gen.replica].engine
-        return min(self.replicas, key=lambda r: (len(r.engine.running), r.index)).engine
-
-    def _loaded_step_s(self, engine: Engine) -> float:
-        """A decode step at the engine's running batch once its share of the queue has joined
-        (up to the batch size), each queued generation at the running mean context: in a
-        crowded engine the queue soon fills the batch the plan's next segments decode in."""
-        running = engine.running
-        context = sum(engine.context_tokens(g) for g in running)
-        share = math.ceil(len(self.queue) / len(self.replicas))
-        joining = max(0, min(self.config.batch.max_batch_size - len(running), share))
-        mean_context = context / len(running) if running else 0.0
-        return engine.predict_step_s(max(1, len(running) + joining), int(context + joining * mean_context))
-
-    def _outlook(self, gen: PlanGeneration, now: float) -> Outlook:
-        """What the release decision needs: the held units' expected execution (the mean and
-        its spread over the exec model's quantiles) and the segments to come at the step time
-        of the batch the queue fills."""
-        req = gen.record.request
-        # The profile's decode step at the batch the queue fills, or what the recent iterations
-        # really took if more (prompts of new arrivals prefilled between decode steps).
-        step = max(self._loaded_step_s(self._engine_of(gen)), self.recent_step_s[gen.replica or 0])
-        first = gen.robot.calls == 0  # nothing sent yet: the held units start the plan
-        robot_free = gen.robot.expected_free_s(now)
-        held_exec_s = [gen.robot.duration(s.calls, "mean") for s in gen.held if s.calls]
-        held_calls = [call for segment in gen.held for call in segment.calls]
-        held_mean_s = sum(held_exec_s)
-        return Outlook(
-            now_s=now,
-            robot_free_s=robot_free,
-            held_exec_s=held_exec_s,
-            ahead_gen_s=[tokens * step for tokens in self._segments_to_come(gen)],
-            ahead_exec_s=gen.generated_exec_s / max(1, gen.segments_generated),
-            switch_gap_s=self.dispatcher.switch_gap_s,
-            first_tuf=req.tuf if first else req.tuf.resumed(),
-            first_ref_s=req.arrival_s if first else robot_free,
-            resumed_tuf=req.tuf.resumed(),
-            exec_spread=tuple(gen.robot.duration(held_calls, f"q{p}") / held_mean_s for p in EXEC_PERCENTILES)
-            if held_mean_s > 0
-            else (1.0,),
-        )
-
-    def _segments_to_come(self, gen: PlanGeneration) -> list[float]:
-        """Expected tokens of each segment the plan still has: as the segment lengths list them,
-        or, where they give only the next, that length for as many segments as its skill set's
-        finished plans had left at this point (as many as it has, before any finished). Seeing
-        one segment ahead, the hold releases a plan's held units as soon as they cover the next
-        segment's generation, and where the engine writes slower than the robot acts, the robot
-        waits before each unit after it."""
-        if self.segment_lengths.plans_ahead:
-            return gen.ahead_tokens
-        return gen.ahead_tokens * gen.observed.segments_to_come(gen.skill_set.name, gen.call_segments)
 
     # ----------------------------------------------------------------- engine loop
     @property
@@ -408,7 +319,7 @@ class Planner:
         if event.result is None:
             return True
         now = self.clock.now()
-        self.recent_step_s[replica.index] += STEP_WEIGHT * (event.elapsed_s - self.recent_step_s[replica.index])
+        self.estimates.observe_step(replica.index, event.elapsed_s)
         for out in event.result.outputs:
             gen = self._gens.get(out.gen_id)
             if gen is not None:
@@ -600,7 +511,7 @@ class Planner:
         elif segments:
             entry = self._next_entry(gen)
             if self.behaviour.pauses_after_segment:
-                self._engine_of(gen).suspend(gen.task_id)
+                self.estimates.engine_of(gen).suspend(gen.task_id)
                 self._end_run(gen, now)
                 if self.decisions is not None:
                     self.decisions.record(now, gen.task_id, Kind.SUSPENDED, Reason.PAUSED, tokens=gen.tokens)
@@ -613,7 +524,7 @@ class Planner:
             return
         if self.behaviour.holds_segments:
             if not plan_done:
-                outlook = self._outlook(gen, now)
+                outlook = self.estimates.outlook(gen, now, self.dispatcher.switch_gap_s)
                 hold_for = best_hold(outlook)
                 if self.decisions is not None:
                     self._trace_release(gen, outlook, hold_for, now)
@@ -708,7 +619,7 @@ class Planner:
             self.decisions.record(now, gen.task_id, Kind.STREAMED, Reason.HOLD_RULE, **figures)
 
     def _release_context(self, gen: PlanGeneration) -> None:
-        self._engine_of(gen).release(gen.task_id)
+        self.estimates.engine_of(gen).release(gen.task_id)
         gen.in_engine = False
         gen.replica = None
 
