@@ -86,3 +86,15 @@ def test_check_passes_on_the_stored_result_and_names_the_figure_that_differs(tmp
     assert sim_results.main(["remake", "--only", QUICK, "--stored", str(stored)]) == 0
     assert json.loads((stored / f"{QUICK}.json").read_text()) == json.loads((RESULTS / f"{QUICK}.json").read_text())
     assert "utility" in (stored / f"{QUICK}.txt").read_text()
+
+
+# One quick entry per engine profile the stored results run on (the default's and each CPU
+# class's): a change that moves simulated figures fails here until `make results` remakes them.
+STALENESS_CANARIES = [QUICK, "contention/arm_heavy-x1-sim-cpu-bf16", "contention/arm_heavy-x1-sim-cpu-avx2",
+                      "contention/arm_heavy-x1-sim-cpu-avx512-float32"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", STALENESS_CANARIES)
+def test_stored_results_are_what_the_code_makes_now(entry, capsys):
+    assert sim_results.main(["check", "--only", entry]) == 0, capsys.readouterr().out[-2000:]
