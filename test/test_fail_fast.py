@@ -226,3 +226,25 @@ def test_a_shared_engine_that_stops_answering_is_replaced_for_the_runs_after_it(
                      engine=SimEngine(profile, tokenizer, VirtualClock()))
     assert [(r.request.task_id, r.state, r.response_time_s, r.utility) for r in second.records] == \
         [(r.request.task_id, r.state, r.response_time_s, r.utility) for r in fresh.records]
+
+
+def test_an_event_that_raises_queue_empty_is_not_taken_for_an_empty_inbox(config, tokenizer):
+    """The idle planner thread waits on its inbox; what an event it takes from there raises is
+    a bug like any other, even the exception an empty inbox raises."""
+    import queue
+    import time
+
+    driven = Driven(config, tokenizer)
+    stopped = threading.Event()
+    driver = LiveDriver(driven.planner, idle_wait_s=5.0, on_failure=lambda exc: stopped.set())
+    driver.start()
+    time.sleep(0.2)  # idle: waiting on the inbox
+
+    def raises() -> None:
+        raise queue.Empty("a bug (injected)")
+
+    driver.post(raises)
+    assert stopped.wait(3), "the planner's thread swallowed the event's exception"
+    assert isinstance(driver.failure, queue.Empty)
+    driver.stop()
+

@@ -6,7 +6,6 @@ block on generation and the planner needs no locks."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import queue
 import threading
@@ -90,5 +89,8 @@ class LiveDriver:
                     break
                 fn()
             if not self.planner.step():
-                with contextlib.suppress(queue.Empty):
-                    self._inbox.get(timeout=self.idle_wait_s)()
+                try:
+                    fn = self._inbox.get(timeout=self.idle_wait_s)
+                except queue.Empty:
+                    continue
+                fn()  # outside the try: whatever it raises is a bug, not an empty inbox
