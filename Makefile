@@ -94,7 +94,7 @@ bench-engine: setup
 	$(ENV) python benchmarks/engine_overhead.py
 	$(ENV) python benchmarks/dtype_speed.py
 	$(ENV) python benchmarks/replica_overhead.py
-	$(ENV) python benchmarks/task_grammar_cost.py
+	$(ENV) python benchmarks/first_action_cost.py
 
 # The plan benchmark on the corpus (config/corpus/plan_tasks.jsonl), on the real engine: are the
 # bundled model's plans ones a robot can run? Tuned-on and held-out thirds are reported apart.

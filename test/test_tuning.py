@@ -170,3 +170,27 @@ def test_a_batch_with_shared_prefixes_learns_exactly_what_the_whole_chats_teach(
         assert torch.allclose(shared_grads[name], grad, rtol=1e-4, atol=1e-6), name
     with pytest.raises(ValueError, match="no prompt"):
         with_shared_prefixes([([5, 6], [5, 6])], ["a"])
+
+
+@pytest.mark.slow
+def test_tuning_further_starts_from_the_given_adapters_weights(tmp_path, rows):
+    """One step at learning rate 0 changes nothing, so an adapter tuned further that way keeps
+    the weights it started from, while a fresh adapter starts elsewhere (LoRA B at zero)."""
+    from safetensors.torch import load_file
+
+    from llm_planner.engine.models import prepare_default_model
+    from llm_planner.tuning.train import TuneSettings, tune
+
+    base, some = prepare_default_model(), [r for r in rows if r.split == "tune"][:2]
+    quiet = lambda _line: None  # noqa: E731
+    tune(base, some, tmp_path / "first", TuneSettings(epochs=1, batch_size=2), log=quiet)
+    still = TuneSettings(epochs=1, batch_size=2, learning_rate=0.0)
+    tune(base, some, tmp_path / "further", still, log=quiet, start_from=tmp_path / "first")
+    tune(base, some, tmp_path / "fresh", still, log=quiet)
+    first, further, fresh = (load_file(str(tmp_path / d / "adapter_model.safetensors")) for d in ("first", "further", "fresh"))
+    assert first.keys() == further.keys() == fresh.keys()
+    assert all(first[k].equal(further[k]) for k in first)
+    assert not all(first[k].equal(fresh[k]) for k in first)
+    assert json.loads((tmp_path / "further" / "training.json").read_text())["started_from"] == str(tmp_path / "first")
+    with pytest.raises(ValueError, match="not an adapter of this base model, rank"):
+        tune(base, some, tmp_path / "other", TuneSettings(rank=4, alpha=8), log=quiet, start_from=tmp_path / "first")

@@ -451,3 +451,19 @@ def test_lrtrace_compare_runs_two_real_engine_replicas(tmp_path):
     for name in runs:
         assert result[name]["all"]["tasks"] == len(ARTIFACT_JOBS)
     assert "step predictions corrected by" in proc.stdout
+
+
+def test_retrieved_examples_are_chat_turns_between_the_shared_prefix_and_the_task(engine):
+    """The examples come after the skill set's cached prefix, as user and assistant turns, and
+    the engine prefills them as the task's own tokens."""
+    import dataclasses
+
+    plain = request("ex-plain", "minispec_drone", "Scene: [door]. Back off half a metre.")
+    examples = (("Objects: 'wall'\nTask: Back up 30 cm.", "mb(30);"),)
+    shown = dataclasses.replace(plain, gen_id="ex-shown", examples=examples)
+    (plain_ids, plain_prefix), (shown_ids, shown_prefix) = engine.chat_ids(plain), engine.chat_ids(shown)
+    assert shown_prefix == plain_prefix and shown_ids[:plain_prefix] == plain_ids[:plain_prefix]
+    text = engine.tokenizer.decode(shown_ids[shown_prefix:])
+    assert text.index("Back up 30 cm.") < text.index("mb(30);") < text.index("Back off half a metre.")
+    assert "assistant" in text[text.index("Back up 30 cm.") : text.index("mb(30);")]
+    assert engine.prompt_tokens(shown) > engine.prompt_tokens(plain)

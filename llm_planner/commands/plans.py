@@ -17,7 +17,8 @@ from llm_planner.domain.clock import VirtualClock, WallClock
 from llm_planner.engine.factory import make_sim_engine, make_vllm_engine
 from llm_planner.lrtrace.plan_bench import PlanRun, generate_plans, recheck, report
 from llm_planner.lrtrace.task_list import PlanTask, load_plan_tasks
-from llm_planner.settings.config import load_planner_config
+from llm_planner.planning.retrieval import examples_for
+from llm_planner.settings.config import VllmConfig, load_planner_config
 
 SIDE_BY_SIDE_ROWS = 20  # more tasks than this: the side-by-side table goes only to --markdown
 _COLUMNS = [
@@ -60,6 +61,13 @@ def add_parser(sub) -> None:
         help="--engine vllm with the skill set's plan grammar instead of each task's own (vllm.task_grammar "
         "off: any object name, any opening statement)",
     )
+    p.add_argument(
+        "--examples",
+        type=int,
+        metavar="K",
+        help="--engine vllm: show each task its K nearest tuning-corpus tasks with their plans "
+        "(vllm.retrieved_examples; 0: none)",
+    )
     p.add_argument("--split", help="only tasks of this split (e.g. tune, heldout)")
     p.add_argument("--limit", type=int, help="only the first N tasks")
     p.add_argument(
@@ -93,6 +101,10 @@ def cmd_plans(args: argparse.Namespace) -> int:
     if engine_name == "vllm" and (args.unconstrained or args.skill_set_grammar):
         update = {"constrained": False} if args.unconstrained else {"task_grammar": False}
         config = config.model_copy(update={"vllm": config.vllm.model_copy(update=update)})
+    if args.examples is not None:
+        config = config.model_copy(
+            update={"vllm": config.vllm.model_copy(update={"retrieved_examples": args.examples})}
+        )
     if args.against and engine_name != "vllm":
         raise ValueError("--against compares two models' plans: it needs --engine vllm")
     runs, max_tokens = generate_on_engine(config, engine_name, args.model, tasks)
@@ -103,6 +115,7 @@ def cmd_plans(args: argparse.Namespace) -> int:
         "max_tokens": max_tokens if engine_name == "vllm" else None,
         "constrained": engine_name == "vllm" and config.vllm.constrained,
         "task_grammar": engine_name == "vllm" and config.vllm.constrained and config.vllm.task_grammar,
+        "retrieved_examples": config.vllm.retrieved_examples,
         "task_file": str(args.tasks),
         **report(runs),
     }
@@ -166,13 +179,13 @@ def generate_on_engine(config, engine_name: str, model: str | None, tasks: list[
     else:
         engine, max_tokens = make_sim_engine(config, VirtualClock()), 100_000
     try:
-        return _generate_with_progress(engine, tasks, skill_sets, max_tokens, config.vllm.task_grammar), max_tokens
+        return _generate_with_progress(engine, tasks, skill_sets, max_tokens, config.vllm), max_tokens
     finally:
         engine.close()
 
 
 def _generate_with_progress(
-    engine, tasks: list[PlanTask], skill_sets: dict[str, SkillSet], max_tokens: int, task_grammar: bool
+    engine, tasks: list[PlanTask], skill_sets: dict[str, SkillSet], max_tokens: int, vllm: VllmConfig
 ) -> list[PlanRun]:
     console = Console(stderr=True)
     with Progress(
@@ -187,7 +200,12 @@ def _generate_with_progress(
             if not console.is_terminal and len(done) % max(1, len(tasks) // 10) == 0:
                 console.print(f"plans: {len(done)}/{len(tasks)}")  # a log has no live bar
 
-        return generate_plans(engine, tasks, skill_sets, max_tokens, on_plan=on_plan, task_grammar=task_grammar)
+        def examples(skill_set: str, task_text: str) -> tuple[tuple[str, str], ...]:
+            return examples_for(skill_set, task_text, vllm.retrieved_examples, vllm.example_corpus)
+
+        return generate_plans(
+            engine, tasks, skill_sets, max_tokens, on_plan=on_plan, task_grammar=vllm.task_grammar, examples=examples
+        )
 
 
 def _skill_sets(config, robot_types: set[str]) -> dict[str, SkillSet]:

@@ -27,6 +27,12 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="LoRA initialisation and batch order")
     p.add_argument("--limit", type=int, help="only the first N tuning rows (a quick try)")
     p.add_argument(
+        "--from",
+        dest="start_from",
+        metavar="ADAPTER",
+        help="start from this adapter folder's weights (same rank) instead of a fresh LoRA: tune it further",
+    )
+    p.add_argument(
         "--threads",
         type=int,
         help="CPU threads for training (default: every core this process may use, "
@@ -82,7 +88,10 @@ def cmd_tune_model(args: argparse.Namespace) -> int:
     settings = TuneSettings(
         epochs=args.epochs, learning_rate=args.learning_rate, rank=args.rank, alpha=2 * args.rank, seed=args.seed
     )
-    result = tune(base, rows, out, settings, bf16=bf16, device=device, threads=threads)
+    start_from = Path(args.start_from) if args.start_from else None
+    if start_from is not None and not (start_from / "adapter_model.safetensors").is_file():
+        raise ValueError(f"--from {start_from}: no adapter_model.safetensors there")
+    result = tune(base, rows, out, settings, bf16=bf16, device=device, threads=threads, start_from=start_from)
     print(
         f"adapter in {out}: {result['steps']} steps, {result['tokens']} tokens, {result['minutes']} min, "
         f"loss {result['final_loss']}"

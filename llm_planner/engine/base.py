@@ -24,6 +24,9 @@ class GenerationRequest:
     # skill set's plan grammar (EBNF) for constrained decoding, with the plan's syntax (for the
     # bound on repeated statements).
     chat_prefix: tuple[tuple[str, str], ...] = ()
+    # Solved tasks shown before this one, as (user, assistant) turns after the shared prefix:
+    # the task's own prefill, not cached with the prefix (planning/retrieval.py).
+    examples: tuple[tuple[str, str], ...] = ()
     grammar: str | None = None
     plan_syntax: str | None = None
 

@@ -77,7 +77,7 @@ class SimEngine(Engine):
         self._blocks = self._new_block_cache()
         self._piece_cache: dict[str, list[str]] = {}
         self._ids_cache: dict[str, tuple[int, ...]] = {}
-        self._prompt_ids_cache: dict[tuple[str, str], tuple[int, ...]] = {}
+        self._prompt_ids_cache: dict[tuple[str, tuple[tuple[str, str], ...], str], tuple[int, ...]] = {}
 
     def _new_block_cache(self) -> PrefixBlocks | None:
         """The prefix cache by blocks, where the profile says the engine has one and its block size."""
@@ -104,20 +104,28 @@ class SimEngine(Engine):
         return ids
 
     def _prompt_ids(self, request: GenerationRequest) -> tuple[int, ...]:
-        key = (request.prefix, request.prompt)
+        key = (request.prefix, request.examples, request.prompt)
         ids = self._prompt_ids_cache.get(key)
         if ids is None:
-            ids = self._prompt_ids_cache[key] = self._ids(request.prefix) + _TEMPLATE_IDS + self._ids(request.prompt)
+            ids = self._ids(request.prefix) + _TEMPLATE_IDS
+            for task, plan in request.examples:
+                ids += self._ids(task) + _TEMPLATE_IDS + self._ids(plan) + _TEMPLATE_IDS
+            ids = self._prompt_ids_cache[key] = ids + self._ids(request.prompt)
         return ids
 
     def _count(self, text: str) -> int:
         return len(self._ids(text))
 
+    def _own_tokens(self, request: GenerationRequest) -> int:
+        """The task's own prompt tokens: its examples' turns and its user turn."""
+        examples = sum(self._count(task) + self._count(plan) + 2 * TEMPLATE_TOKENS for task, plan in request.examples)
+        return examples + self._count(request.prompt) + TEMPLATE_TOKENS
+
     def prompt_tokens(self, request: GenerationRequest) -> int:
         if self._blocks is not None:
             ids = self._prompt_ids(request)
             return len(ids) - self._blocks.cached_tokens(ids)
-        own = self._count(request.prompt) + TEMPLATE_TOKENS
+        own = self._own_tokens(request)
         if self.profile.prefix_caching and request.prefix_key in self._cached_prefixes:
             return own
         return own + self._count(request.prefix)
@@ -132,7 +140,7 @@ class SimEngine(Engine):
             pieces = self._piece_cache[request.forced_output] = token_pieces(self.tokenizer, request.forced_output)
         prefill = self.prompt_tokens(request)
         prefix_tokens = self._count(request.prefix)
-        own = self._count(request.prompt) + TEMPLATE_TOKENS
+        own = self._own_tokens(request)
         if self.profile.prefix_caching:
             if request.prefix_key not in self._cached_prefixes:
                 self._cached_prefixes[request.prefix_key] = prefix_tokens

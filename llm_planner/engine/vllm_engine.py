@@ -200,7 +200,10 @@ class VllmEngine(Engine):
         cached = self._prompt_cache.get(request.gen_id)
         prefix = self._prefix_token_ids(request)
         if cached is None:
-            messages = self._prefix_messages(request) + [{"role": "user", "content": request.prompt}]
+            examples: list[ChatCompletionMessageParam] = []
+            for task, plan in request.examples:
+                examples += [{"role": "user", "content": task}, {"role": "assistant", "content": plan}]
+            messages = self._prefix_messages(request) + examples + [{"role": "user", "content": request.prompt}]
             cached = self._encode_chat(messages, generation_prompt=True)
             self._prompt_cache[request.gen_id] = cached
         return cached, len(prefix)

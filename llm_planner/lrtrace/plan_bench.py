@@ -73,9 +73,11 @@ def generate_plans(
     max_tokens: int,
     on_plan: Callable[[PlanRun], None] | None = None,
     task_grammar: bool = True,
+    examples: Callable[[str, str], tuple[tuple[str, str], ...]] | None = None,
 ) -> list[PlanRun]:
     """Generate every task's plan, all sharing the engine's batch, to its end.
-    `skill_sets`: robot type -> skill set."""
+    `skill_sets`: robot type -> skill set. `examples`: (skill set name, task text) -> the
+    solved tasks shown before it (planning/retrieval.py)."""
     if engine.needs_recorded_plan:
         missing = [t.task_id for t in tasks if not t.recorded_plan]
         if missing:
@@ -109,6 +111,7 @@ def generate_plans(
                 max_tokens,
                 skill_set.name in tuned,
                 task_grammar,
+                examples=examples(skill_set.name, task.task_input) if examples is not None else (),
             )
         )
     runs: dict[str, PlanRun] = {}

@@ -46,6 +46,7 @@ from llm_planner.planning.intake import instruction_problem
 from llm_planner.planning.prompts import plan_request, shared_request
 from llm_planner.planning.replan import Failure, describe, failure_of, follow_up_request, refusal, replanned_message
 from llm_planner.planning.replicas import Placing, Replica, ReplicaSet
+from llm_planner.planning.retrieval import examples_for
 from llm_planner.planning.segment_lengths import ObservedSegments, make_segment_lengths
 from llm_planner.planning.segmenter import Segment, make_segmenter, split_segments
 from llm_planner.sched.batch import BatchController
@@ -237,6 +238,12 @@ class Planner:
             tuned=skill_set.name in self.engine.tuned_skill_sets,
             task_grammar=self.config.vllm.task_grammar,
             grammar_skill_set=restricted(skill_set, rules) if rules is not None else None,
+            examples=examples_for(
+                skill_set.name,
+                request.instruction,
+                self.config.vllm.retrieved_examples,
+                self.config.vllm.example_corpus,
+            ),
         )
 
     def warm_up(self) -> None:

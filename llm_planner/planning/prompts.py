@@ -50,11 +50,13 @@ def plan_request(
     tuned: bool = False,
     task_grammar: bool = True,
     grammar_skill_set: SkillSet | None = None,
+    examples: tuple[tuple[str, str], ...] = (),
 ) -> GenerationRequest:
     """`task_grammar`: the plan grammar of this task (its scene's objects; an error follow-up
     opens with a plain action) rather than the skill set's. `grammar_skill_set`: the skill set
     the robot's safety gate leaves (catalog/safety.py), for the grammar only: the prompt stays
-    the skill set's, which the engine keeps cached."""
+    the skill set's, which the engine keeps cached. `examples`: solved tasks shown before this
+    one (planning/retrieval.py)."""
     request = shared_request(skill_set, tuned)
     grammar: str | None
     if grammar_skill_set is None and task_grammar:
@@ -67,6 +69,7 @@ def plan_request(
         request,
         gen_id=gen_id,
         prompt=user_turn(task_text),
+        examples=examples,
         forced_output=recorded_plan,
         max_tokens=max_tokens,
         grammar=grammar,

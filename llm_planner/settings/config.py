@@ -159,6 +159,17 @@ class VllmConfig(_Strict):
         "an action names only the scene's objects (a search also what the task names) and "
         "an error follow-up opens with a plain action",
     )
+    retrieved_examples: int = Field(
+        default=0,
+        ge=0,
+        le=8,
+        description="the example corpus's tasks nearest to each task's instruction, shown "
+        "before it with their plans (planning/retrieval.py; 0: none)",
+    )
+    example_corpus: str = Field(
+        default="config/tuning/corpus.jsonl",
+        description="where retrieved examples come from: a tuning corpus (its tuning split)",
+    )
     max_plan_tokens: int = Field(default=96, gt=0, description="a plan's token limit")
     calibrate: bool = Field(
         default=True,

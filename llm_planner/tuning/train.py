@@ -161,12 +161,14 @@ def tune(
     device: str = "cpu",
     threads: int | None = None,
     log: Callable[[str], None] = print,
+    start_from: Path | None = None,
 ) -> dict:
     """Train a LoRA adapter on `rows` and save it (safetensors, bfloat16) with its settings;
-    returns what the run measured. `threads`: torch's CPU threads (default: torch's own)."""
+    returns what the run measured. `threads`: torch's CPU threads (default: torch's own).
+    `start_from`: an adapter folder whose weights the new adapter starts from."""
     import torch
-    from peft import LoraConfig, get_peft_model, get_peft_model_state_dict
-    from safetensors.torch import save_file
+    from peft import LoraConfig, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
+    from safetensors.torch import load_file, save_file
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if threads:
@@ -184,6 +186,12 @@ def tune(
         task_type="CAUSAL_LM",
     )
     model = get_peft_model(model, config)
+    if start_from is not None:
+        weights = {k: v.to(torch.float32) for k, v in load_file(str(start_from / "adapter_model.safetensors")).items()}
+        shapes = {k: v.shape for k, v in get_peft_model_state_dict(model).items()}
+        if {k: v.shape for k, v in weights.items()} != shapes:
+            raise ValueError(f"{start_from}: not an adapter of this base model, rank and target modules")
+        set_peft_model_state_dict(model, weights)
     examples = tuning_examples(tokenizer, rows, settings.max_tokens)
     steps_per_epoch = math.ceil(len(examples) / settings.batch_size)
     total_steps = max(1, round(steps_per_epoch * settings.epochs))
@@ -229,6 +237,7 @@ def tune(
         "device": device,
         "threads": torch.get_num_threads() if device == "cpu" else None,
         "settings": asdict(settings),
+        "started_from": str(start_from) if start_from is not None else None,
     }
     (out_dir / "training.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
