@@ -87,7 +87,7 @@ def main() -> None:
               for what in ("token", "statement")}
     for arm, f in figures.items():
         print(f"{arm}: first token {f['first_token_ms_p50']:.1f} ms, first statement "
-              f"{f['first_statement_ms_p50']:.1f} ms, {f['prompt_tokens_p50']:.0f} prefill tokens "
+              f"{f['first_statement_ms_p50']:.1f} ms, {f['prefill_tokens_p50']:.0f} prefill tokens "
               f"(p50 of {args.rounds} alerts)")
     print(", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
     write_bench_result(args.json, "first_action_cost", figures, ratios,

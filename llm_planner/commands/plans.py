@@ -101,10 +101,9 @@ def cmd_plans(args: argparse.Namespace) -> int:
     if engine_name == "vllm" and (args.unconstrained or args.skill_set_grammar):
         update = {"constrained": False} if args.unconstrained else {"task_grammar": False}
         config = config.model_copy(update={"vllm": config.vllm.model_copy(update=update)})
-    if args.examples is not None:
-        config = config.model_copy(
-            update={"vllm": config.vllm.model_copy(update={"retrieved_examples": args.examples})}
-        )
+    if args.examples is not None:  # validated as the config file's value is
+        vllm = VllmConfig.model_validate({**config.vllm.model_dump(), "retrieved_examples": args.examples})
+        config = config.model_copy(update={"vllm": vllm})
     if args.against and engine_name != "vllm":
         raise ValueError("--against compares two models' plans: it needs --engine vllm")
     runs, max_tokens = generate_on_engine(config, engine_name, args.model, tasks)

@@ -39,6 +39,9 @@ from llm_planner.engine.profile import EngineProfile
 TEMPLATE_TOKENS = 10
 # Stand-ins for those tokens in a prompt's ids: the same in every prompt, no real token's id.
 _TEMPLATE_IDS = tuple(range(-TEMPLATE_TOKENS, 0))
+# A retrieved example's user and assistant turns add their role markers (11 in SmolLM2's template).
+EXAMPLE_TEMPLATE_TOKENS = 11
+_EXAMPLE_TEMPLATE_IDS = tuple(range(-TEMPLATE_TOKENS - EXAMPLE_TEMPLATE_TOKENS, -TEMPLATE_TOKENS))
 
 
 @dataclass
@@ -109,7 +112,7 @@ class SimEngine(Engine):
         if ids is None:
             ids = self._ids(request.prefix) + _TEMPLATE_IDS
             for task, plan in request.examples:
-                ids += self._ids(task) + _TEMPLATE_IDS + self._ids(plan) + _TEMPLATE_IDS
+                ids += self._ids(task) + self._ids(plan) + _EXAMPLE_TEMPLATE_IDS
             ids = self._prompt_ids_cache[key] = ids + self._ids(request.prompt)
         return ids
 
@@ -118,7 +121,9 @@ class SimEngine(Engine):
 
     def _own_tokens(self, request: GenerationRequest) -> int:
         """The task's own prompt tokens: its examples' turns and its user turn."""
-        examples = sum(self._count(task) + self._count(plan) + 2 * TEMPLATE_TOKENS for task, plan in request.examples)
+        examples = sum(
+            self._count(task) + self._count(plan) + EXAMPLE_TEMPLATE_TOKENS for task, plan in request.examples
+        )
         return examples + self._count(request.prompt) + TEMPLATE_TOKENS
 
     def prompt_tokens(self, request: GenerationRequest) -> int:

@@ -46,7 +46,7 @@ from llm_planner.planning.intake import instruction_problem
 from llm_planner.planning.prompts import plan_request, shared_request
 from llm_planner.planning.replan import Failure, describe, failure_of, follow_up_request, refusal, replanned_message
 from llm_planner.planning.replicas import Placing, Replica, ReplicaSet
-from llm_planner.planning.retrieval import examples_for
+from llm_planner.planning.retrieval import example_index, examples_for
 from llm_planner.planning.segment_lengths import ObservedSegments, make_segment_lengths
 from llm_planner.planning.segmenter import Segment, make_segmenter, split_segments
 from llm_planner.sched.batch import BatchController
@@ -79,6 +79,8 @@ class Planner:
         decisions go (domain/decisions.py); None traces nothing. `safety`: each robot's safety
         gate, by robot id (planning/gate.py)."""
         self.config = config
+        if config.vllm.retrieved_examples:  # a bad corpus fails here, not in a task's submit
+            example_index(config.vllm.example_corpus)
         self.policy = policy
         self.replicas = engine if isinstance(engine, ReplicaSet) else ReplicaSet([engine])
         # The replicas run one model with one profile: the first stands for all in estimates.

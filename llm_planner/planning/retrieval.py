@@ -59,8 +59,8 @@ class _SkillSetIndex:
             if column is not None:
                 query[column] = (1 + math.log(n)) * self.idf[column]
         scores = self.vectors @ query
-        # nearest last: the closest example sits right before the task
-        order = np.argsort(-scores, kind="stable")[:k][::-1]
+        # nearest last: the closest example sits right before the task; none that shares no term
+        order = [i for i in np.argsort(-scores, kind="stable")[:k] if scores[i] > 0][::-1]
         return tuple(self.turns[i] for i in order)
 
 
@@ -83,7 +83,18 @@ class ExampleIndex:
             file = data_path(str(path))
         if not file.is_file():
             raise FileNotFoundError(f"example corpus {path}: no such file")
-        rows = [json.loads(line) for line in file.read_text().splitlines() if line.strip()]
+        rows = []
+        for number, line in enumerate(file.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"example corpus {file}:{number}: not JSON ({e.msg})") from None
+            missing = [key for key in ("skill_set", "task_input", "task_plan") if key not in row]
+            if missing:
+                raise ValueError(f"example corpus {file}:{number}: no {', '.join(missing)}")
+            rows.append(row)
         return cls(rows)
 
     @property
