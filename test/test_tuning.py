@@ -194,3 +194,22 @@ def test_tuning_further_starts_from_the_given_adapters_weights(tmp_path, rows):
     assert json.loads((tmp_path / "further" / "training.json").read_text())["started_from"] == str(tmp_path / "first")
     with pytest.raises(ValueError, match="not an adapter of this base model, rank"):
         tune(base, some, tmp_path / "other", TuneSettings(rank=4, alpha=8), log=quiet, start_from=tmp_path / "first")
+
+
+def test_tune_model_reads_every_corpus_it_is_given(tmp_path):
+    """Repeated --corpus options tune on all their tuning rows; with none among them, the
+    error names every file (before any model is loaded)."""
+    import argparse
+
+    from llm_planner.commands.tuning import add_parser
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    held = [json.dumps({**json.loads(line), "split": "heldout"}) for line in CORPUS.read_text().splitlines()[:2]]
+    files = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    for file, line in zip(files, held):
+        file.write_text(line + "\n")
+    args = parser.parse_args(["tune-model", "--corpus", str(files[0]), "--corpus", str(files[1])])
+    assert args.corpus == [str(f) for f in files]
+    with pytest.raises(ValueError, match=f"{files[0]}, {files[1]}: no rows of the tuning split"):
+        args.func(args)

@@ -19,7 +19,11 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_corpus)
     p = sub.add_parser("tune-model", help="fine-tune the bundled model (LoRA) on the corpus's tuning part")
-    p.add_argument("--corpus", default=str(CORPUS))
+    p.add_argument(
+        "--corpus",
+        action="append",
+        help=f"a corpus to tune on (its tuning split); repeat to tune on several together (default: {CORPUS})",
+    )
     p.add_argument("-o", "--output", help="adapter folder (default: config/tuning/adapter, the one set-up merges)")
     p.add_argument("--epochs", type=float, default=4.0)
     p.add_argument("--learning-rate", type=float, default=1e-3)
@@ -68,11 +72,12 @@ def cmd_tune_model(args: argparse.Namespace) -> int:
     from llm_planner.tuning.corpus import load_corpus
     from llm_planner.tuning.train import TuneSettings, tune
 
-    rows = [r for r in load_corpus(args.corpus) if r.split == "tune"]
+    corpora = args.corpus or [str(CORPUS)]
+    rows = [r for corpus in corpora for r in load_corpus(corpus) if r.split == "tune"]
     if args.limit:
         rows = rows[: args.limit]
     if not rows:
-        raise ValueError(f"{args.corpus}: no rows of the tuning split")
+        raise ValueError(f"{', '.join(corpora)}: no rows of the tuning split")
     import torch
 
     base = prepare_default_model()
