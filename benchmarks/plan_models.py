@@ -3,8 +3,10 @@ Both models write one plan per task of each set on the real engine (greedy, unde
 plan grammar), in one run, and the table puts them side by side: valid, cut at the token
 limit, repeated statements, does the task (all and per robot type) and, on error follow-ups,
 alerts that act first. The default model must not be worse than the base on any of them.
+`--model` checks another model in the default's place, e.g. a candidate adapter against the
+default (`--model out/adapter/model --base smollm2-135m-planner`).
 
-    python benchmarks/plan_models.py [--sets instructions,final_check,heldout] [--json F]
+    python benchmarks/plan_models.py [--sets instructions,final_check,heldout] [--model M] [--base M] [--json F]
 
 Sets: `instructions` and `final_check` (config/evaluation/, written apart from the corpus;
 never tuned on) and `heldout` (the held-out part of the corpus the committed adapter was tuned
@@ -26,7 +28,8 @@ FIGURES = {"valid_rate": True, "truncated_rate": False, "repeated_statement_frac
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, of {', '.join(SETS)}")
-    parser.add_argument("--base", default="smollm2-135m-instruct")
+    parser.add_argument("--model", help="the model to check (default: the config's vllm.model)")
+    parser.add_argument("--base", default="smollm2-135m-instruct", help="the model it must be at least as good as")
     parser.add_argument("--json", help="result file (default out/bench/plan_models.json)")
     args = parser.parse_args()
 
@@ -40,7 +43,7 @@ def main() -> None:
     from llm_planner.testing.bench_result import write_bench_result
 
     config = load_planner_config()
-    default = config.vllm.model
+    default = args.model or config.vllm.model
     names = [s.strip() for s in args.sets.split(",") if s.strip()]
     unknown = [s for s in names if s not in SETS]
     if unknown:
@@ -50,12 +53,12 @@ def main() -> None:
         path, split = SETS[name]
         tasks = [t for t in load_plan_tasks(path) if split is None or t.split == split]
         for model in (default, args.base):
-            result = report(generate_on_engine(config, "vllm", None if model == default else model, tasks)[0])
+            result = report(generate_on_engine(config, "vllm", model, tasks)[0])
             figures[f"{name}/{model}"] = {
                 **{key: result[key] for key in FIGURES}, "tasks": result["tasks"],
                 **{f"task_rate/{robot}": summary["task_rate"] for robot, summary in result["robot_type"].items()}}
 
-    table = Table(title=f"plans of the default model ({default}) and its base ({args.base}), greedy, task grammar")
+    table = Table(title=f"plans of {default} (checked) and {args.base} (base), greedy, task grammar")
     for column in ("set", "model", "tasks", "valid", "cut", "repeats", "does task", "per robot type",
                    "alerts act first"):
         table.add_column(column)
@@ -67,14 +70,15 @@ def main() -> None:
             table.add_row(name, model, str(row["tasks"]), f"{row['valid_rate']:.0%}", f"{row['truncated_rate']:.0%}",
                           f"{row['repeated_statement_fraction']:.0%}", f"{row['task_rate']:.0%}", robots,
                           "-" if row["first_action_rate"] is None else f"{row['first_action_rate']:.0%}")
-        for key, higher in FIGURES.items():
-            a, b = mine[key], base[key]
+        robot_rates = {key: True for key in mine if key.startswith("task_rate/")}  # each robot type too
+        for key, higher in {**FIGURES, **robot_rates}.items():
+            a, b = mine.get(key), base.get(key)
             if a is not None and b is not None and (a < b if higher else a > b):
                 worse.append(f"{name} {key}: {a:.3f} against {b:.3f}")
     console = Console(width=160)
     console.print(table)
-    console.print("the default model is worse than its base on: " + "; ".join(worse) if worse
-                  else "the default model is at least as good as its base on every set and figure")
+    console.print(f"{default} is worse than {args.base} on: " + "; ".join(worse) if worse
+                  else f"{default} is at least as good as {args.base} on every set, figure and robot type")
     ratios = {f"{name}/task_rate default/base": round(figures[f"{name}/{default}"]["task_rate"]
                                                       / max(figures[f"{name}/{args.base}"]["task_rate"], 1e-9), 3)
               for name in names}
