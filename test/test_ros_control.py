@@ -36,7 +36,9 @@ def test_a_task_as_an_action_reports_each_status_and_its_end(fleet, capsys):
     executing = [line for line in lines if " EXECUTING " in line]
     assert executing and "segment 0: mu(80);" in executing[0]
     assert lines[-1].startswith("act-ok SUCCEEDED  all segments executed  utility")
-    assert fleet.client.terminal("act-ok").state == TaskState.SUCCEEDED  # the topic saw it too
+    # the status topic sees it too, on its own channel: it may come after the action's result
+    assert fleet.client.wait_terminal({"act-ok"}, timeout=10)
+    assert fleet.client.terminal("act-ok").state == TaskState.SUCCEEDED
 
 
 def test_a_goal_for_an_unknown_robot_or_with_bad_fields_is_rejected_with_the_reason(fleet, capsys):
