@@ -383,12 +383,17 @@ def plan_grammar(skill_set: SkillSet, scope: TaskScope = TaskScope()) -> str:
     )
 
 
-@lru_cache(maxsize=256)
-def _compiled_for_check(grammar: str):
+@lru_cache(maxsize=1)
+def _check_compiler():
     import xgrammar as xgr
 
-    # Character-level check: no vocabulary needed.
-    return xgr.GrammarCompiler(xgr.TokenizerInfo([])).compile_grammar(grammar)
+    # Character-level check: no vocabulary needed. Compiled grammars are cached below, not here.
+    return xgr.GrammarCompiler(xgr.TokenizerInfo([]), cache_enabled=False)
+
+
+@lru_cache(maxsize=256)
+def _compiled_for_check(grammar: str):
+    return _check_compiler().compile_grammar(grammar)
 
 
 def check_plan(skill_set: SkillSet, plan: str, strict: bool = False, scope: TaskScope = TaskScope()) -> str | None:

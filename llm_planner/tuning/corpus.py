@@ -1386,8 +1386,8 @@ def build_corpus(per_template: int = 50, seed: int = 0) -> list[CorpusRow]:
         for name in template.skill_sets:
             skill_set = skill_sets[name]
             seen: set[str] = set()
-            attempts = 0
-            while sum(r.template == template.name and r.skill_set == name for r in rows) < per_template:
+            attempts = written = 0
+            while written < per_template:
                 attempts += 1
                 if attempts > per_template * 20:
                     break  # the template has fewer distinct texts than asked for
@@ -1431,6 +1431,7 @@ def build_corpus(per_template: int = 50, seed: int = 0) -> list[CorpusRow]:
                         _count_steps(actions),
                     )
                 )
+                written += 1
     return rows
 
 
