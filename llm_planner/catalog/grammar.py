@@ -16,7 +16,9 @@ Two grammars per skill set:
   repeat guard (catalog/statements.py): a grammar cannot count.
   A task narrows its plan grammar (`TaskScope`): with a scene, an action names one of the
   scene's objects, and a search or a query (and a conditional's body on one) may also name a
-  word group of the instruction; an error follow-up opens with a plain action, never a block.
+  word group of the instruction; an error follow-up opens with a plain action, never a block,
+  and where the alert places a hazard, that action moves neither toward it nor toward any
+  object (catalog/hazards.py).
 
 MiniSpec  statements end with ';' (optional before '}' and after a block), loops `N{...}`
           (N < 100; in the plan grammar 2-9), conditionals `?a==b&c<d{...}`, assignments
@@ -36,6 +38,7 @@ import re
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
+from llm_planner.catalog.hazards import unsafe_first_moves
 from llm_planner.catalog.scene import parse_task_text
 from llm_planner.catalog.skills import Skill, SkillSet, expand_regex
 
@@ -60,7 +63,8 @@ var ::= "_" [1-9]
 """
 
 # `lead` is the first run of statements: any plan may open with a block, an error follow-up's
-# (`_MINISPEC_ALERT_LEAD`, `_PYTHON_ALERT_LEAD`) opens with a plain action that the robot can run at once.
+# (`_MINISPEC_ALERT_LEAD`, `_PYTHON_ALERT_LEAD`) opens with a plain action that the robot can run at once
+# (`first`: an action that moves neither toward the alert's hazard nor toward an object).
 _MINISPEC_PLAN = r"""
 root ::= lead tail{0,3}
 tail ::= block ";"? (act ";"){0,15}
@@ -77,7 +81,7 @@ obj_c ::= qobj
 qobj_c ::= qobj
 """
 _MINISPEC_LEAD = 'lead ::= (act ";"){1,16} | block ";"? (act ";"){0,15}\n'
-_MINISPEC_ALERT_LEAD = 'lead ::= (act ";"){1,16}\n'
+_MINISPEC_ALERT_LEAD = 'lead ::= first ";" (act ";"){0,15}\n'
 
 _PYTHON = r"""
 root ::= stmt+
@@ -108,7 +112,7 @@ obj_l ::= obj | "obj"
 qobj_l ::= qobj | "obj"
 """
 _PYTHON_LEAD = "root ::= stmt{1,16}\n"
-_PYTHON_ALERT_LEAD = 'root ::= act "\\n" stmt{0,15}\n'
+_PYTHON_ALERT_LEAD = 'root ::= first "\\n" stmt{0,15}\n'
 _LEADS = {
     ("minispec", False): _MINISPEC_LEAD,
     ("minispec", True): _MINISPEC_ALERT_LEAD,
@@ -291,8 +295,9 @@ _GRAMMARS = {
 
 
 @cache  # per loaded skill set (compared by identity) and kind of grammar
-def _grammar(skill_set: SkillSet, plan: bool, alert: bool = False) -> str:
-    """The grammar's rules; a plan grammar's object rules (`obj`, `qobj`) are left to the caller."""
+def _grammar(skill_set: SkillSet, plan: bool, alert: bool = False, unsafe_first: tuple[str, ...] = ()) -> str:
+    """The grammar's rules; a plan grammar's object rules (`obj`, `qobj`) are left to the caller.
+    An alert's plan opens with an action (`first`) that moves none of the `unsafe_first` ways."""
     syntax, skills = skill_set.syntax, skill_set.spec.skills
     if syntax not in _ARG_RULES:
         raise ValueError(f"no plan grammar for syntax {syntax!r}")
@@ -305,6 +310,9 @@ def _grammar(skill_set: SkillSet, plan: bool, alert: bool = False) -> str:
         if plan:  # a statement of its own calls an action; a query's value is only read
             acts = [_call_alternative(s, syntax, plan, scope) for s in skills if s.kind == "action"]
             rules.append(f"act{scope} ::= " + " | ".join(acts))
+    if plan and alert:
+        safe = [s for s in skills if s.kind == "action" and s.moves not in unsafe_first]
+        rules.append("first ::= " + " | ".join(_call_alternative(s, syntax, plan, "") for s in safe))
     if plan and syntax == "minispec":
         rules += [
             _said_rule(skill_set, s) for s in skills if s.kind == "action" and any(a.type == "str" for a in s.args)
@@ -338,12 +346,15 @@ class TaskScope:
     objects: tuple[str, ...] = ()  # the scene's objects; none: any short name
     task_words: tuple[str, ...] = ()  # word groups of the instruction a search or query may name
     alert: bool = False  # an error follow-up: the plan opens with a plain action
+    unsafe_first: tuple[str, ...] = ()  # an alert's: ways its first action must not move (catalog/hazards.py)
 
     @classmethod
     def of_task(cls, task_text: str) -> TaskScope:
         task = parse_task_text(task_text)
         objects = tuple(dict.fromkeys(n for n in task.object_names if _quotable(n)))
-        return cls(objects, word_groups(task.instruction) if objects else (), task.error_follow_up)
+        alert = task.error_follow_up
+        unsafe = unsafe_first_moves(task.instruction) if alert else ()
+        return cls(objects, word_groups(task.instruction) if objects else (), alert, unsafe)
 
 
 def _quotable(name: str) -> bool:
@@ -372,7 +383,7 @@ def _names_rule(rule: str, names: tuple[str, ...]) -> str:
 @lru_cache(maxsize=1024)  # a live planner sees the same scenes again and again
 def plan_grammar(skill_set: SkillSet, scope: TaskScope = TaskScope()) -> str:
     """The plans constrained decoding admits for a task (a subset of the syntax), as EBNF."""
-    grammar = _grammar(skill_set, plan=True, alert=scope.alert)
+    grammar = _grammar(skill_set, plan=True, alert=scope.alert, unsafe_first=scope.unsafe_first)
     if not scope.objects:
         return grammar + _ANY_OBJECT
     extra = tuple(w for w in scope.task_words if w not in scope.objects)

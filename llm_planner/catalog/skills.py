@@ -64,6 +64,8 @@ class Skill(BaseModel):
     # searches for its object, which the scene may not list yet: the plan grammar lets it (and
     # a conditional on it) name what the task names
     searches: bool = False
+    # the way an action moves the robot, if one way or toward its object (alerts: catalog/hazards.py)
+    moves: Literal["forward", "backward", "left", "right", "up", "down", "toward"] | None = None
 
     @field_validator("regex")
     @classmethod
