@@ -185,13 +185,14 @@ def test_tuning_further_starts_from_the_given_adapters_weights(tmp_path, rows):
     quiet = lambda _line: None  # noqa: E731
     tune(base, some, tmp_path / "first", TuneSettings(epochs=1, batch_size=2), log=quiet)
     still = TuneSettings(epochs=1, batch_size=2, learning_rate=0.0)
-    tune(base, some, tmp_path / "further", still, log=quiet, start_from=tmp_path / "first")
+    tune(base, some, tmp_path / "further", still, log=quiet, start_from=tmp_path / "first", corpora=("a.jsonl",))
     tune(base, some, tmp_path / "fresh", still, log=quiet)
     first, further, fresh = (load_file(str(tmp_path / d / "adapter_model.safetensors")) for d in ("first", "further", "fresh"))
     assert first.keys() == further.keys() == fresh.keys()
     assert all(first[k].equal(further[k]) for k in first)
     assert not all(first[k].equal(fresh[k]) for k in first)
-    assert json.loads((tmp_path / "further" / "training.json").read_text())["started_from"] == str(tmp_path / "first")
+    recorded = json.loads((tmp_path / "further" / "training.json").read_text())
+    assert recorded["started_from"] == str(tmp_path / "first") and recorded["corpora"] == ["a.jsonl"]
     with pytest.raises(ValueError, match="not an adapter of this base model, rank"):
         tune(base, some, tmp_path / "other", TuneSettings(rank=4, alpha=8), log=quiet, start_from=tmp_path / "first")
 

@@ -96,7 +96,17 @@ def cmd_tune_model(args: argparse.Namespace) -> int:
     start_from = Path(args.start_from) if args.start_from else None
     if start_from is not None and not (start_from / "adapter_model.safetensors").is_file():
         raise ValueError(f"--from {start_from}: no adapter_model.safetensors there")
-    result = tune(base, rows, out, settings, bf16=bf16, device=device, threads=threads, start_from=start_from)
+    result = tune(
+        base,
+        rows,
+        out,
+        settings,
+        bf16=bf16,
+        device=device,
+        threads=threads,
+        start_from=start_from,
+        corpora=tuple(corpora),
+    )
     print(
         f"adapter in {out}: {result['steps']} steps, {result['tokens']} tokens, {result['minutes']} min, "
         f"loss {result['final_loss']}"

@@ -162,10 +162,12 @@ def tune(
     threads: int | None = None,
     log: Callable[[str], None] = print,
     start_from: Path | None = None,
+    corpora: tuple[str, ...] = (),
 ) -> dict:
     """Train a LoRA adapter on `rows` and save it (safetensors, bfloat16) with its settings;
     returns what the run measured. `threads`: torch's CPU threads (default: torch's own).
-    `start_from`: an adapter folder whose weights the new adapter starts from."""
+    `start_from`: an adapter folder whose weights the new adapter starts from. `corpora`: the
+    files `rows` came from, recorded with the adapter."""
     import torch
     from peft import LoraConfig, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
     from safetensors.torch import load_file, save_file
@@ -238,6 +240,7 @@ def tune(
         "threads": torch.get_num_threads() if device == "cpu" else None,
         "settings": asdict(settings),
         "started_from": str(start_from) if start_from is not None else None,
+        "corpora": list(corpora),
     }
     (out_dir / "training.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
