@@ -125,3 +125,12 @@ def test_an_arm_may_reach_for_what_its_alert_names():
     task = "ALERT: the cup slid off the tray to your left. Scene: [cup, tray]. Put it back."
     plan = "g('cup');pk('cup');g('tray');dr('tray');"
     assert check_plan(load_skill_set("minispec_arm"), plan, strict=True, scope=TaskScope.of_task(task)) is None
+
+
+def test_the_rule_can_be_turned_off_to_measure_it():
+    from llm_planner.planning.prompts import plan_request
+
+    drone = load_skill_set("minispec_drone")
+    assert check_plan(drone, "mf(50);", strict=True, scope=TaskScope.of_task(DRONE_TASK, hazards=False)) is None
+    with_rule, without = (plan_request("t", drone, DRONE_TASK, alert_hazards=on).grammar for on in (True, False))
+    assert with_rule != without

@@ -349,11 +349,12 @@ class TaskScope:
     unsafe_first: tuple[str, ...] = ()  # an alert's: ways its first action must not move (catalog/hazards.py)
 
     @classmethod
-    def of_task(cls, task_text: str) -> TaskScope:
+    def of_task(cls, task_text: str, hazards: bool = True) -> TaskScope:
+        """`hazards`: an alert's first action avoids what its account says of its hazard."""
         task = parse_task_text(task_text)
         objects = tuple(dict.fromkeys(n for n in task.object_names if _quotable(n)))
         alert = task.error_follow_up
-        unsafe = unsafe_first_moves(task.instruction) if alert else ()
+        unsafe = unsafe_first_moves(task.instruction) if alert and hazards else ()
         return cls(objects, word_groups(task.instruction) if objects else (), alert, unsafe)
 
 

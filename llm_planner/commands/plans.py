@@ -62,6 +62,12 @@ def add_parser(sub) -> None:
         "off: any object name, any opening statement)",
     )
     p.add_argument(
+        "--no-alert-hazards",
+        action="store_true",
+        help="--engine vllm: an alert's first action may move toward its hazard or an object "
+        "(vllm.alert_hazards off; to see what the rule does)",
+    )
+    p.add_argument(
         "--examples",
         type=int,
         metavar="K",
@@ -101,6 +107,8 @@ def cmd_plans(args: argparse.Namespace) -> int:
     if engine_name == "vllm" and (args.unconstrained or args.skill_set_grammar):
         update = {"constrained": False} if args.unconstrained else {"task_grammar": False}
         config = config.model_copy(update={"vllm": config.vllm.model_copy(update=update)})
+    if engine_name == "vllm" and args.no_alert_hazards:
+        config = config.model_copy(update={"vllm": config.vllm.model_copy(update={"alert_hazards": False})})
     if args.examples is not None:  # validated as the config file's value is
         vllm = VllmConfig.model_validate({**config.vllm.model_dump(), "retrieved_examples": args.examples})
         config = config.model_copy(update={"vllm": vllm})
@@ -114,6 +122,7 @@ def cmd_plans(args: argparse.Namespace) -> int:
         "max_tokens": max_tokens if engine_name == "vllm" else None,
         "constrained": engine_name == "vllm" and config.vllm.constrained,
         "task_grammar": engine_name == "vllm" and config.vllm.constrained and config.vllm.task_grammar,
+        "alert_hazards": engine_name == "vllm" and config.vllm.alert_hazards,
         "retrieved_examples": config.vllm.retrieved_examples,
         "task_file": str(args.tasks),
         **report(runs),
@@ -203,7 +212,14 @@ def _generate_with_progress(
             return examples_for(skill_set, task_text, vllm.retrieved_examples, vllm.example_corpus)
 
         return generate_plans(
-            engine, tasks, skill_sets, max_tokens, on_plan=on_plan, task_grammar=vllm.task_grammar, examples=examples
+            engine,
+            tasks,
+            skill_sets,
+            max_tokens,
+            on_plan=on_plan,
+            task_grammar=vllm.task_grammar,
+            examples=examples,
+            alert_hazards=vllm.alert_hazards,
         )
 
 

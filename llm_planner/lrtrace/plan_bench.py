@@ -74,6 +74,7 @@ def generate_plans(
     on_plan: Callable[[PlanRun], None] | None = None,
     task_grammar: bool = True,
     examples: Callable[[str, str], tuple[tuple[str, str], ...]] | None = None,
+    alert_hazards: bool = True,
 ) -> list[PlanRun]:
     """Generate every task's plan, all sharing the engine's batch, to its end.
     `skill_sets`: robot type -> skill set. `examples`: (skill set name, task text) -> the
@@ -112,6 +113,7 @@ def generate_plans(
                 skill_set.name in tuned,
                 task_grammar,
                 examples=examples(skill_set.name, task.task_input) if examples is not None else (),
+                alert_hazards=alert_hazards,
             )
         )
     runs: dict[str, PlanRun] = {}

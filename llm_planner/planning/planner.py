@@ -239,6 +239,7 @@ class Planner:
             request.recorded_plan,
             tuned=skill_set.name in self.engine.tuned_skill_sets,
             task_grammar=self.config.vllm.task_grammar,
+            alert_hazards=self.config.vllm.alert_hazards,
             grammar_skill_set=restricted(skill_set, rules) if rules is not None else None,
             examples=examples_for(
                 skill_set.name,

@@ -51,20 +51,23 @@ def plan_request(
     task_grammar: bool = True,
     grammar_skill_set: SkillSet | None = None,
     examples: tuple[tuple[str, str], ...] = (),
+    alert_hazards: bool = True,
 ) -> GenerationRequest:
     """`task_grammar`: the plan grammar of this task (its scene's objects; an error follow-up
-    opens with a plain action) rather than the skill set's. `grammar_skill_set`: the skill set
+    opens with a plain action; with `alert_hazards`, one that moves neither toward the hazard
+    nor toward an object) rather than the skill set's. `grammar_skill_set`: the skill set
     the robot's safety gate leaves (catalog/safety.py), for the grammar only: the prompt stays
     the skill set's, which the engine keeps cached. `examples`: solved tasks shown before this
     one (planning/retrieval.py)."""
     request = shared_request(skill_set, tuned)
     grammar: str | None
+    scope = TaskScope.of_task(task_text, alert_hazards) if task_grammar else TaskScope()
     if grammar_skill_set is None and task_grammar:
-        grammar = plan_grammar(skill_set, TaskScope.of_task(task_text))
+        grammar = plan_grammar(skill_set, scope)
     elif grammar_skill_set is None:
         grammar = request.grammar
     else:
-        grammar = plan_grammar(grammar_skill_set, TaskScope.of_task(task_text) if task_grammar else TaskScope())
+        grammar = plan_grammar(grammar_skill_set, scope)
     return dataclasses.replace(
         request,
         gen_id=gen_id,

@@ -159,6 +159,11 @@ class VllmConfig(_Strict):
         "an action names only the scene's objects (a search also what the task names) and "
         "an error follow-up opens with a plain action",
     )
+    alert_hazards: bool = Field(
+        default=True,
+        description="with task_grammar: where an alert places its hazard or tells of one close by, "
+        "its first action moves neither that way nor toward an object (catalog/hazards.py)",
+    )
     retrieved_examples: int = Field(
         default=0,
         ge=0,
