@@ -17,8 +17,8 @@ Two grammars per skill set:
   A task narrows its plan grammar (`TaskScope`): with a scene, an action names one of the
   scene's objects, and a search or a query (and a conditional's body on one) may also name a
   word group of the instruction; an error follow-up opens with a plain action, never a block,
-  and where the alert places a hazard, that action moves neither toward it nor toward any
-  object (catalog/hazards.py).
+  and where the alert places a hazard or tells of one close by, that action moves neither
+  toward it nor toward any object (catalog/hazards.py).
 
 MiniSpec  statements end with ';' (optional before '}' and after a block), loops `N{...}`
           (N < 100; in the plan grammar 2-9), conditionals `?a==b&c<d{...}`, assignments
