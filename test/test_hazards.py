@@ -18,7 +18,14 @@ from llm_planner.catalog.skills import load_skill_set
         ("ALERT: a dog jumped up right below you.", ("down",)),  # "right" as in "just": no direction
         ("ALERT: a bird dives at you from the left side!", ("left",)),
         ("ALERT: someone is standing to your right and a pole is behind you.", ("backward", "right")),
-        ("ALERT: the cat left the room. Go ahead and look for it.", ()),  # "left" the verb, "go ahead" the idiom
+        ("ALERT: the cat left the room, go ahead and look for it.", ()),  # "left" the verb, "go ahead" the idiom
+        ("ALERT: you are 20 cm below the ceiling. Scene: [ceiling]. Get clear.", ("up",)),  # the robot as subject
+        ("ALERT: the drone is 10 cm to the right of the wall.", ("left",)),
+        ("ALERT: you are 20 cm above the floor, too low.", ("down",)),
+        ("ALERT! A wall is 20 cm ahead.", ("forward",)),
+        ("ALERT: Obstacle! A wall is 20 cm ahead. Scene: [wall]. Back off.", ("forward",)),  # up to the scene
+        ("ALERT: Wall ahead. Pole 20 cm on your left. Scene: [wall, pole]. Go.", ("forward", "left")),
+        ("ALERT: a cable hangs beneath you and a branch is at your back.", ("backward", "down")),
         ("ALERT: battery at 9 percent. Land on the pad ahead.", ()),
         (
             "[E] The drone was given plan mf(150);tp();, but it hit a failure because the ceiling is "
@@ -82,6 +89,7 @@ def test_every_hazard_the_corpus_says_is_found_and_its_escape_admitted():
     from llm_planner.tuning import corpus
 
     rng = random.Random(0)
+    drone = load_skill_set("minispec_drone")
     away_moves = {
         "back": "backward",
         "forward": "forward",
@@ -94,12 +102,17 @@ def test_every_hazard_the_corpus_says_is_found_and_its_escape_admitted():
     for _ in range(300):
         hazard, away = corpus._hazard(rng)
         where = hazard_directions(f"ALERT: {hazard}.")
-        unsafe = unsafe_first_moves(f"ALERT: {hazard}.")
+        alert = f"ALERT: {hazard}. Scene: [wall, lamp]. Get clear of it."
+        unsafe = unsafe_first_moves(alert)
         assert "toward" in unsafe, hazard  # a hazard close by: no flight toward any object
+        escape = {"back": "mb", "forward": "mf", "left": "ml", "right": "mr", "up": "mu", "down": "md"}[away]
+        assert check_plan(drone, f"{escape}(50);", strict=True, scope=TaskScope.of_task(alert)) is None, hazard
         if "approaching you" in hazard or "at you" in hazard or "toward you" in hazard:
             assert where == ()  # no place, only a heading
             continue
-        assert len(where) == 1 and where[0] != away_moves[away], hazard
+        assert len(where) == 1 and away_moves[away] != where[0], hazard
+        into = {"forward": "mf", "backward": "mb", "left": "ml", "right": "mr", "up": "mu", "down": "md"}[where[0]]
+        assert check_plan(drone, f"{into}(50);", strict=True, scope=TaskScope.of_task(alert)) is not None, hazard
         found += 1
     assert found > 200
 
@@ -134,3 +147,12 @@ def test_the_rule_can_be_turned_off_to_measure_it():
     assert check_plan(drone, "mf(50);", strict=True, scope=TaskScope.of_task(DRONE_TASK, hazards=False)) is None
     with_rule, without = (plan_request("t", drone, DRONE_TASK, alert_hazards=on).grammar for on in (True, False))
     assert with_rule != without
+
+
+def test_a_gate_that_leaves_no_safe_first_action_still_has_a_grammar():
+    from llm_planner.catalog.safety import SafetyRules, restricted
+
+    drone = load_skill_set("minispec_drone")
+    gated = restricted(drone, SafetyRules.of(drone, allow=["move_forward", "move_backward", "goto"]))
+    task = "ALERT: a wall is 20 cm ahead and a pole is 20 cm behind you. Scene: [wall]. Get clear."
+    assert check_plan(gated, "mb(50);", strict=True, scope=TaskScope.of_task(task)) is None  # the gate stops it later

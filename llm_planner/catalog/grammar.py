@@ -312,7 +312,9 @@ def _grammar(skill_set: SkillSet, plan: bool, alert: bool = False, unsafe_first:
             rules.append(f"act{scope} ::= " + " | ".join(acts))
     if plan and alert:
         safe = [s for s in skills if s.kind == "action" and s.moves not in unsafe_first]
-        rules.append("first ::= " + " | ".join(_call_alternative(s, syntax, plan, "") for s in safe))
+        # A safety gate may leave no such action: then the gate's own check is what stops a move.
+        first = " | ".join(_call_alternative(s, syntax, plan, "") for s in safe) or "act"
+        rules.append(f"first ::= {first}")
     if plan and syntax == "minispec":
         rules += [
             _said_rule(skill_set, s) for s in skills if s.kind == "action" and any(a.type == "str" for a in s.args)
@@ -354,7 +356,7 @@ class TaskScope:
         task = parse_task_text(task_text)
         objects = tuple(dict.fromkeys(n for n in task.object_names if _quotable(n)))
         alert = task.error_follow_up
-        unsafe = unsafe_first_moves(task.instruction) if alert and hazards else ()
+        unsafe = unsafe_first_moves(task_text) if alert and hazards else ()
         return cls(objects, word_groups(task.instruction) if objects else (), alert, unsafe)
 
 

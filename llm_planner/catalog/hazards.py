@@ -13,12 +13,15 @@ old course.
 
 Only the account is read, not the request after it ("...ahead. Fly ahead once it is gone."),
 and only phrases that place something relative to the robot: "right below you" is below,
-not right; "the cat left" is no direction.
+not right; "the cat left" is no direction. Where the robot is the subject ("you are 20 cm
+below the ceiling"), the hazard is the other way.
 """
 
 from __future__ import annotations
 
 import re
+
+from llm_planner.catalog.scene import parse_task_text
 
 DIRECTIONS = ("forward", "backward", "left", "right", "up", "down")
 TOWARD = "toward"  # a skill's `moves`: toward its object argument
@@ -54,30 +57,50 @@ _HISTORY = re.compile(
     re.IGNORECASE,
 )
 _CALL = re.compile(r"\b\w+\((?:[^()]|\([^()]*\))*\)")
-_ALERT = re.compile(r"^\s*ALERT\s*:?\s*", re.IGNORECASE)
+_ALERT = re.compile(r"^\s*ALERT\b\s*[:!]?\s*", re.IGNORECASE)
+_SCENE_LIST = re.compile(r"\b(?:Scene|Objects)\s*:\s*\[", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_CLAUSE = re.compile(r"[,;:]|\band\b|\bbut\b|(?<=[.!?])\s+", re.IGNORECASE)
+# A clause in which the robot is where it is: "you are 20 cm below the ceiling".
+_ROBOT_SUBJECT = re.compile(r"^\s*(?:you|i|we|the (?:drone|robot))\s*(?:'re|'m|are|am|is|were|was)\b", re.IGNORECASE)
+# Where, in such a clause, the robot is relative to the hazard -> the way the hazard lies.
+_ROBOT_PLACES = {
+    "forward": [r"\bbehind\b", r"(?<!go )\bahead\b", r"\bin front\b(?! of)"],
+    "backward": [r"\bin front of\b"],
+    "left": [r"\bright of\b"],
+    "right": [r"\bleft of\b"],
+    "up": [r"\bbelow\b", r"\bunder(?:neath)?\b", r"\bbeneath\b", r"\boverhead\b"],
+    "down": [r"\babove\b", r"\bover\b", r"\bon top of\b"],
+}
+_ROBOT_PLACE_PATTERNS = {d: re.compile("|".join(p), re.IGNORECASE) for d, p in _ROBOT_PLACES.items()}
 
 
-def alert_account(instruction: str) -> str:
-    """The part of an error follow-up that says what went wrong: an `ALERT:` text's first
-    sentence; otherwise the text before its execution history, plans left out."""
-    alert = _ALERT.match(instruction)
+def alert_account(text: str) -> str:
+    """The part of an error follow-up (a task's whole text) that says what went wrong: an
+    `ALERT:` text up to its scene list (without one, its first sentence); otherwise the
+    instruction before its execution history. Plans are left out."""
+    alert = _ALERT.match(text)
     if alert:
-        account = _SENTENCE_END.split(instruction[alert.end() :], maxsplit=1)[0]
+        rest = text[alert.end() :]
+        scene = _SCENE_LIST.search(rest)
+        account = rest[: scene.start()] if scene else _SENTENCE_END.split(rest, maxsplit=1)[0]
     else:
-        account = _HISTORY.split(instruction, maxsplit=1)[0]
+        account = _HISTORY.split(parse_task_text(text).instruction, maxsplit=1)[0]
     return _CALL.sub(" ", account)
 
 
-def hazard_directions(instruction: str) -> tuple[str, ...]:
+def hazard_directions(text: str) -> tuple[str, ...]:
     """The directions (of `DIRECTIONS`) in which the follow-up places a hazard, in that order."""
-    account = alert_account(instruction)
-    return tuple(d for d in DIRECTIONS if _PLACE_PATTERNS[d].search(account))
+    found = set()
+    for clause in _CLAUSE.split(alert_account(text)):
+        patterns = _ROBOT_PLACE_PATTERNS if _ROBOT_SUBJECT.match(clause) else _PLACE_PATTERNS
+        found |= {d for d in DIRECTIONS if patterns[d].search(clause)}
+    return tuple(d for d in DIRECTIONS if d in found)
 
 
-def unsafe_first_moves(instruction: str) -> tuple[str, ...]:
+def unsafe_first_moves(text: str) -> tuple[str, ...]:
     """The ways (`moves` values) a first action must not move: toward each place the follow-up
-    gives a hazard and, if it tells of one near or coming closer, toward any object (which way
-    that goes is not known)."""
-    places = hazard_directions(instruction)
-    return (*places, TOWARD) if places or _NEAR.search(alert_account(instruction)) else ()
+    (a task's whole text) gives a hazard and, if it tells of one near or coming closer, toward
+    any object (which way that goes is not known)."""
+    places = hazard_directions(text)
+    return (*places, TOWARD) if places or _NEAR.search(alert_account(text)) else ()
