@@ -62,7 +62,7 @@ _SCENE_LIST = re.compile(r"\b(?:Scene|Objects)\s*:\s*\[", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _CLAUSE = re.compile(r"[,;:]|\band\b|\bbut\b|(?<=[.!?])\s+", re.IGNORECASE)
 # A clause in which the robot is where it is: "you are 20 cm below the ceiling".
-_ROBOT_SUBJECT = re.compile(r"^\s*(?:you|i|we|the (?:drone|robot))\s*(?:'re|'m|are|am|is|were|was)\b", re.IGNORECASE)
+_ROBOT_SUBJECT = re.compile(r"^\s*(?:you|i|the (?:drone|robot))\s*(?:'re|'m|are|am|is|were|was)\b", re.IGNORECASE)
 # Where, in such a clause, the robot is relative to the hazard -> the way the hazard lies.
 _ROBOT_PLACES = {
     "forward": [r"\bbehind\b", r"(?<!go )\bahead\b", r"\bin front\b(?! of)"],
