@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from llm_planner.catalog.scene import parse_task_text
+from llm_planner.catalog.scene import ALERT_MARK, SCENE_LIST, parse_task_text
 
 DIRECTIONS = ("forward", "backward", "left", "right", "up", "down")
 TOWARD = "toward"  # a skill's `moves`: toward its object argument
@@ -57,8 +57,7 @@ _HISTORY = re.compile(
     re.IGNORECASE,
 )
 _CALL = re.compile(r"\b\w+\((?:[^()]|\([^()]*\))*\)")
-_ALERT = re.compile(r"^\s*ALERT\b\s*[:!]?\s*", re.IGNORECASE)
-_SCENE_LIST = re.compile(r"\b(?:Scene|Objects)\s*:\s*\[", re.IGNORECASE)
+_ALERT_SEPARATOR = re.compile(r"^\s*[:!]?\s*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _CLAUSE = re.compile(r"[,;:]|\band\b|\bbut\b|(?<=[.!?])\s+", re.IGNORECASE)
 # A clause in which the robot is where it is: "you are 20 cm below the ceiling".
@@ -79,10 +78,10 @@ def alert_account(text: str) -> str:
     """The part of an error follow-up (a task's whole text) that says what went wrong: an
     `ALERT:` text up to its scene list (without one, its first sentence); otherwise the
     instruction before its execution history. Plans are left out."""
-    alert = _ALERT.match(text)
+    alert = ALERT_MARK.match(text)
     if alert:
-        rest = text[alert.end() :]
-        scene = _SCENE_LIST.search(rest)
+        rest = _ALERT_SEPARATOR.sub("", text[alert.end() :], count=1)
+        scene = SCENE_LIST.search(rest)
         account = rest[: scene.start()] if scene else _SENTENCE_END.split(rest, maxsplit=1)[0]
     else:
         account = _HISTORY.split(parse_task_text(text).instruction, maxsplit=1)[0]
@@ -91,8 +90,12 @@ def alert_account(text: str) -> str:
 
 def hazard_directions(text: str) -> tuple[str, ...]:
     """The directions (of `DIRECTIONS`) in which the follow-up places a hazard, in that order."""
+    return _directions_in(alert_account(text))
+
+
+def _directions_in(account: str) -> tuple[str, ...]:
     found = set()
-    for clause in _CLAUSE.split(alert_account(text)):
+    for clause in _CLAUSE.split(account):
         patterns = _ROBOT_PLACE_PATTERNS if _ROBOT_SUBJECT.match(clause) else _PLACE_PATTERNS
         found |= {d for d in DIRECTIONS if patterns[d].search(clause)}
     return tuple(d for d in DIRECTIONS if d in found)
@@ -102,5 +105,6 @@ def unsafe_first_moves(text: str) -> tuple[str, ...]:
     """The ways (`moves` values) a first action must not move: toward each place the follow-up
     (a task's whole text) gives a hazard and, if it tells of one near or coming closer, toward
     any object (which way that goes is not known)."""
-    places = hazard_directions(text)
-    return (*places, TOWARD) if places or _NEAR.search(alert_account(text)) else ()
+    account = alert_account(text)
+    places = _directions_in(account)
+    return (*places, TOWARD) if places or _NEAR.search(account) else ()

@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_SCENE = re.compile(r"\b(?:Scene|Objects)\s*:\s*\[([^\]]*)\]\s*[.,]?\s*", re.IGNORECASE)
+SCENE_LIST = re.compile(r"\b(?:Scene|Objects)\s*:\s*\[([^\]]*)\]\s*[.,]?\s*", re.IGNORECASE)
 _ATTRIBUTE = re.compile(r"\s+([a-z_]+)\s*:\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE)
 _TASK_TAG = re.compile(r"\bTask\s*:\s*(?:\[([A-Z])\]\s*)?", re.IGNORECASE)
-_ALERT = re.compile(r"^\s*ALERT\b", re.IGNORECASE)
+ALERT_MARK = re.compile(r"^\s*ALERT\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -57,13 +57,13 @@ def _scene_object(item: str) -> SceneObject | None:
 
 def parse_task_text(text: str) -> TaskText:
     objects: list[SceneObject] = []
-    match = _SCENE.search(text)
+    match = SCENE_LIST.search(text)
     rest = text
     if match:
         objects = [o for o in (_scene_object(i) for i in match.group(1).split(",")) if o is not None]
         rest = text[: match.start()] + text[match.end() :]
     tag = _TASK_TAG.search(rest)
-    error = _ALERT.match(text) is not None
+    error = ALERT_MARK.match(text) is not None
     if tag:
         error = error or (tag.group(1) or "").upper() == "E"
         rest = rest[: tag.start()] + rest[tag.end() :]
@@ -104,6 +104,6 @@ def render_task(text: str) -> str:
         lines.append("Objects: " + ", ".join(rendered(o) for o in task.objects))
     # An error follow-up reads as an alert whichever style marked it (`[E]` or `ALERT:`): the
     # form the tuned model learned its follow-ups in.
-    alert = "ALERT: " if task.error_follow_up and not _ALERT.match(task.instruction) else ""
+    alert = "ALERT: " if task.error_follow_up and not ALERT_MARK.match(task.instruction) else ""
     lines.append(f"Task: {alert}{task.instruction}")
     return "\n".join(lines)

@@ -104,11 +104,15 @@ def cmd_plans(args: argparse.Namespace) -> int:
     if not tasks:
         raise ValueError(f"{args.tasks}: no tasks{f' of split {args.split!r}' if args.split else ''}")
     engine_name = args.engine or config.engine
-    if engine_name == "vllm" and (args.unconstrained or args.skill_set_grammar):
-        update = {"constrained": False} if args.unconstrained else {"task_grammar": False}
+    if engine_name == "vllm":
+        update: dict[str, bool] = {}
+        if args.unconstrained:
+            update["constrained"] = False
+        elif args.skill_set_grammar:
+            update["task_grammar"] = False
+        if args.no_alert_hazards:
+            update["alert_hazards"] = False
         config = config.model_copy(update={"vllm": config.vllm.model_copy(update=update)})
-    if engine_name == "vllm" and args.no_alert_hazards:
-        config = config.model_copy(update={"vllm": config.vllm.model_copy(update={"alert_hazards": False})})
     if args.examples is not None:  # validated as the config file's value is
         vllm = VllmConfig.model_validate({**config.vllm.model_dump(), "retrieved_examples": args.examples})
         config = config.model_copy(update={"vllm": vllm})
