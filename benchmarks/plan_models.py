@@ -4,13 +4,14 @@ plan grammar), in one run, and the table puts them side by side: valid, cut at t
 limit, repeated statements, does the task (all and per robot type) and, on error follow-ups,
 alerts that act first. The default model must not be worse than the base on any of them.
 `--model` checks another model in the default's place, e.g. a candidate adapter against the
-default (`--model out/adapter/model --base smollm2-135m-planner`).
+default (`--model out/adapter/model --base smollm2-135m-planner`). `--dtype float32` runs the
+engine in another CPU class's dtype (greedy plans differ a little between dtypes).
 
-    python benchmarks/plan_models.py [--sets instructions,final_check,heldout] [--model M] [--base M] [--json F]
+    python benchmarks/plan_models.py [--sets instructions,final_check,heldout] [--model M] [--base M] [--dtype D] [--json F]
 
 Sets: `instructions` and `final_check` (config/evaluation/, written apart from the corpus;
-never tuned on) and `heldout` (the held-out part of the corpus the committed adapter was tuned
-on, config/tuning/adapter/corpus.jsonl).
+never tuned on) and `heldout` (the held-out part of the narrow corpus beside the bundled
+adapter, config/tuning/adapter/corpus.jsonl; no adapter was tuned on it).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def main() -> None:
     parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, of {', '.join(SETS)}")
     parser.add_argument("--model", help="the model to check (default: the config's vllm.model)")
     parser.add_argument("--base", default="smollm2-135m-instruct", help="the model it must be at least as good as")
+    parser.add_argument("--dtype", help="the engine's dtype (default: this CPU's, as the planner chooses)")
     parser.add_argument("--json", help="result file (default out/bench/plan_models.json)")
     args = parser.parse_args()
 
@@ -43,6 +45,8 @@ def main() -> None:
     from llm_planner.testing.bench_result import write_bench_result
 
     config = load_planner_config()
+    if args.dtype:
+        config = config.with_engine_dtype(args.dtype)
     default = args.model or config.vllm.model
     names = [s.strip() for s in args.sets.split(",") if s.strip()]
     unknown = [s for s in names if s not in SETS]
