@@ -98,6 +98,7 @@ def test_every_hazard_the_corpus_says_is_found_and_its_escape_admitted():
         "up": "up",
         "down": "down",
     }
+    move_call = {skill.moves: skill.abbr for skill in drone.spec.skills if skill.moves in away_moves.values()}
     found = 0
     for _ in range(300):
         hazard, away = corpus._hazard(rng)
@@ -105,13 +106,13 @@ def test_every_hazard_the_corpus_says_is_found_and_its_escape_admitted():
         alert = f"ALERT: {hazard}. Scene: [wall, lamp]. Get clear of it."
         unsafe = unsafe_first_moves(alert)
         assert "toward" in unsafe, hazard  # a hazard close by: no flight toward any object
-        escape = {"back": "mb", "forward": "mf", "left": "ml", "right": "mr", "up": "mu", "down": "md"}[away]
+        escape = move_call[away_moves[away]]
         assert check_plan(drone, f"{escape}(50);", strict=True, scope=TaskScope.of_task(alert)) is None, hazard
         if "approaching you" in hazard or "at you" in hazard or "toward you" in hazard:
             assert where == ()  # no place, only a heading
             continue
         assert len(where) == 1 and away_moves[away] != where[0], hazard
-        into = {"forward": "mf", "backward": "mb", "left": "ml", "right": "mr", "up": "mu", "down": "md"}[where[0]]
+        into = move_call[where[0]]
         assert check_plan(drone, f"{into}(50);", strict=True, scope=TaskScope.of_task(alert)) is not None, hazard
         found += 1
     assert found > 200
