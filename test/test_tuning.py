@@ -56,6 +56,37 @@ def test_every_plan_runs_and_does_its_task(rows):
         assert needs.skills and check_task(skill_set, r.task_plan, needs).does_task, r.id
 
 
+def test_a_hazard_recovery_moves_away_first_then_finishes_the_plan_without_flying_into_it(rows):
+    from llm_planner.catalog.hazards import hazard_directions, unsafe_first_moves
+
+    drone = load_skill_set("minispec_drone")
+    recoveries = [r for r in rows if r.template in ("hazard_artifact", "hazard_request", "hazard_warning")]
+    assert len(recoveries) >= 150
+    finished = 0
+    for r in recoveries:
+        calls = drone.find_calls(r.task_plan)
+        ways = [drone.skill(call.skill).moves for call in calls]
+        if r.template != "hazard_warning":  # a plain warning is no alert: the planner's rule leaves it be
+            assert ways[0] not in unsafe_first_moves(r.task_input), r.id
+        if r.template == "hazard_artifact":
+            into = hazard_directions(r.task_input)
+            assert ways[0] is not None and not set(ways) & set(into), r.id  # a move away, never one into it
+            finished += len(calls) > 1
+    artifact = [r for r in recoveries if r.template == "hazard_artifact"]
+    assert finished >= 0.8 * len(artifact)  # most go on with the plan after getting clear
+
+
+def test_the_python_arm_acts_only_on_objects_its_scene_lists(rows):
+    searches = [r for r in rows if r.template in ("arm_search_python", "arm_search_else")]
+    assert any("else:\n" in r.task_plan for r in searches) and any("if object_x(" in r.task_plan for r in searches)
+    for r in searches:
+        listed = r.task_input.split("[", 1)[1].split("]", 1)[0]
+        for obj in r.required_objects:
+            assert f"{obj}" in listed, r.id
+        if "say('there is no" in r.task_plan and "if " not in r.task_plan:
+            assert r.task_plan.split("no ", 1)[1].split("'")[0] not in listed, r.id
+
+
 def test_the_held_out_part_is_worded_in_ways_the_tuning_part_never_is(rows):
     tune = {(r.template, r.phrasing) for r in rows if r.split == "tune"}
     heldout = [r for r in rows if r.split == "heldout"]

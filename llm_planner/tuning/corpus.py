@@ -132,7 +132,7 @@ ARM_PLACES = [
 # An action is a tuple: ("move", direction, cm), ("turn", "cw"|"ccw", degrees[, "any": the task
 # names no direction, so a plan may turn either way]), ("goto", obj),
 # ("photo",), ("wait", s), ("say", text), ("pick", obj), ("place", place), ("repeat", n, body),
-# ("if_found", obj, body), ("if_holding", body), ("for_each", [objs], body) where body uses VAR.
+# ("if_found", obj, body[, else body]), ("if_holding", body), ("for_each", [objs], body) where body uses VAR.
 VAR = "\x00obj"
 _MOVE = {"forward": "mf", "back": "mb", "left": "ml", "right": "mr", "up": "mu", "down": "md"}
 
@@ -205,6 +205,10 @@ def _python(actions: list, indent: str = "") -> list[str]:
             out += [f"{indent}for i in range({a[1]}):"] + _python(a[2], indent + "    ")
         elif kind == "if_holding":
             out += [f"{indent}if is_holding():"] + _python(a[1], indent + "    ")
+        elif kind == "if_found":  # an object the arm cannot find has no x
+            out += [f"{indent}if object_x({_q(a[1])}) > 0:"] + _python(a[2], indent + "    ")
+            if len(a) > 3:
+                out += [f"{indent}else:"] + _python(a[3], indent + "    ")
         elif kind == "for_each":
             names = ", ".join(f"'{o}'" for o in a[1])
             out += [f"{indent}for obj in [{names}]:"] + _python(a[2], indent + "    ")
@@ -248,7 +252,7 @@ def needed_skills(skill_set: SkillSet, actions: list) -> list[str]:
             add("take" if python else "pk")
         elif kind == "place":
             add("drop" if python else "dr")
-        elif kind in ("if_found", "scan"):
+        elif kind in ("if_found", "scan") and not python:
             add("s")
         elif kind == "if_holding":
             add("is_holding")
@@ -285,6 +289,7 @@ class Template:
     build: Callable[[random.Random, list[str], list[str]], tuple[dict, list]]
     heldout: bool = False  # the whole template is held out
     alert: str = ""  # an error follow-up: the failure, put before the scene
+    voiced: bool = True  # said in one of lexicon.voice's voices (a warning keeps its own)
 
 
 DRONE, ARMS, MINI_ARM, PY_ARM = ("minispec_drone",), ("minispec_arm", "python_arm"), ("minispec_arm",), ("python_arm",)
@@ -347,8 +352,8 @@ def _arm_step(rng: random.Random, scene: list[str], places: list[str]) -> tuple[
     return f"say '{text}'", [("say", text)]
 
 
-def _t(name, kind, skill_sets, phrasings, build, heldout=False, alert=""):
-    return Template(name, kind, skill_sets, tuple(phrasings), build, heldout, alert)
+def _t(name, kind, skill_sets, phrasings, build, heldout=False, alert="", voiced=True):
+    return Template(name, kind, skill_sets, tuple(phrasings), build, heldout, alert, voiced)
 
 
 def _actions(steps: list[tuple[str, list]]) -> list:
@@ -495,6 +500,31 @@ def _arm_search(rng, scene, absent):
     obj = rng.choice(absent)
     place = rng.choice([s for s in scene if s in ARM_PLACES])
     return {"o": obj, "p": place}, [("if_found", obj, [("pick", obj), ("place", place)])]
+
+
+def _arm_search_python(rng, scene, absent, otherwise: bool = False):
+    """Put it away if it is there. The Python arm acts only on what the scene lists: an object
+    the scene lacks gets the other branch (or a report) at once."""
+    things = [s for s in scene if s not in ARM_PLACES]
+    obj = rng.choice(absent + things)
+    place = rng.choice([s for s in scene if s in ARM_PLACES])
+    found = [("pick", obj), ("place", place)]
+    fields = {"o": obj, "p": place, "otherwise": ""}
+    text = f"there is no {obj}"
+    instead = [("say", text)]
+    others = [t for t in things if t != obj]
+    if otherwise and others and rng.random() < 0.4:
+        other = rng.choice(others)
+        fields["otherwise"], instead = f"put the {other} there instead", [("pick", other), ("place", place)]
+    elif otherwise:
+        fields["otherwise"] = f"say '{text}'"
+    if obj in absent:
+        return fields, instead
+    return fields, [("if_found", obj, found, instead) if otherwise else ("if_found", obj, found)]
+
+
+def _arm_search_else(rng, scene, absent):
+    return _arm_search_python(rng, scene, absent, otherwise=True)
 
 
 def _holding(rng, scene, absent):
@@ -688,15 +718,6 @@ _DRONE_HAZARDS = [
     "a curtain",
     "a child",
 ]
-_DRONE_PLANS = [
-    "mf(100);tp();",
-    "g('{o}');tp();",
-    "mf(50);mf(50);",
-    "tc(90);mf(80);",
-    "mu(50);g('{o}');",
-    "g('{o}');d(2);",
-    "mf(150);l('arrived');",
-]
 _REPLY_DRONE = [
     "",
     "Get clear of it.",
@@ -731,14 +752,78 @@ def _hazard_alert(rng, scene, absent):
     return {"reply": reply, "hazard": hazard[0].upper() + hazard[1:]}, _escape_then(rng, away, reply)
 
 
+# Which way a move goes -> where a hazard it flies into lies (a key of _HAZARD_PLACES).
+_INTO = {"forward": "ahead", "back": "behind", "left": "left", "right": "right", "up": "above", "down": "below"}
+
+
 def _hazard_artifact(rng, scene, absent):
-    hazard, away = _hazard(rng)
-    plan = rng.choice(_DRONE_PLANS).format(o=rng.choice(scene))
-    done = plan.split(";")[0] + ";"
-    reply = rng.choice(["", "", "Please fix it.", "Give me a new plan.", "Recover safely."])
-    return {"plan": plan, "hazard": hazard, "done": done, "reply": reply, "speaker": ROBOT_SPEAKING}, _escape_then(
-        rng, away, ""
-    )
+    """The artifact's `[E]` follow-up: a plan stopped by a hazard. The recovery moves away from
+    it first, then finishes the plan: an interrupted goto again, the steps not yet run, but no
+    move into the hazard."""
+    obj = rng.choice(scene)
+    original = []
+    while len(original) < rng.choice([2, 2, 3]):
+        _, actions = _drone_step(rng, [obj])
+        if actions[0][0] not in ("say", "wait") or original:
+            original += actions
+    skill_set = load_skill_set("minispec_drone")
+    stopped = rng.randrange(len(original))
+    interrupted = original[stopped]
+    if interrupted[0] == "move":  # flying into it: part of the move ran
+        where = _INTO[interrupted[1]]
+        partly = ("move", interrupted[1], max(20, interrupted[2] // 2))
+        ran = original[:stopped] + [partly] if rng.random() < 0.7 else []
+    else:
+        where = rng.choice(list(_HAZARD_PLACES))
+        ran = original[: stopped + (interrupted[0] == "goto")]
+    if not ran and stopped:
+        ran = original[:stopped]
+    hazard = f"{rng.choice(_DRONE_HAZARDS)} is {rng.choice(_HAZARD_PLACES[where])}"
+    hazard = hazard.format(d=f"{rng.choice([20, 25, 30, 40, 50])} cm")
+    toward = {v: k for k, v in _INTO.items()}.get(where, "forward")
+    rest = [a for a in original[stopped:] if not (a[0] == "move" and a[1] == toward)]
+    done = ", ".join(_minispec(skill_set, ran)) or "none"
+    reply = rng.choice(["", "", "Please fix it.", "Give me a new plan.", "Recover safely.", "Finish the task safely."])
+    fields = {
+        "plan": render_plan(skill_set, original),
+        "hazard": hazard,
+        "done": done,
+        "reply": reply,
+        "speaker": ROBOT_SPEAKING,
+    }
+    return fields, [("move", _AWAY[where], rng.choice([50, 60, 80, 100]))] + rest
+
+
+_WARNINGS = ["Careful:", "Watch out,", "Look out!", "Caution:", "Hey,", "Danger:", "Stop -", "Mind out:"]
+_HOLD = ["hold still for {s}", "hover in place for {s}", "stay where you are for {s}", "pause for {s}"]
+
+
+def _safe_request(rng, scene: list[str], where: str) -> tuple[list, list]:
+    """What a person asks the drone to do about a hazard, as steps: a move that is not into it
+    (or holding still), then maybe one more step."""
+    toward = {v: k for k, v in _INTO.items()}.get(where)
+    steps: list[tuple[str, list]]
+    if rng.random() < 0.2:
+        words, s = _seconds(rng)
+        steps = [(rng.choice(_HOLD).format(s=words), [("wait", s)])]
+    else:
+        direction = _AWAY[where] if rng.random() < 0.6 else rng.choice([d for d in _DIRS if d != toward])
+        phrase, cm = lexicon.move_phrase(rng, direction)
+        steps = [(phrase, [("move", direction, cm)])]
+    while len(steps) < rng.choice([1, 2, 2, 3]):
+        phrase, actions = _drone_step(rng, scene)
+        if actions[0][0] != "move" or actions[0][1] != toward:
+            steps.append((phrase, actions))
+    return steps, _actions(steps)
+
+
+def _hazard_request(rng, scene, absent):
+    where = rng.choice(list(_HAZARD_PLACES))
+    hazard = f"{rng.choice(_DRONE_HAZARDS)} is {rng.choice(_HAZARD_PLACES[where])}"
+    hazard = hazard.format(d=f"{rng.choice([20, 25, 30, 40, 50])} cm")
+    steps, actions = _safe_request(rng, scene, where)
+    fields = {"hazard": hazard, "Hazard": hazard[0].upper() + hazard[1:], "steps": steps, "warn": rng.choice(_WARNINGS)}
+    return fields, actions
 
 
 ROBOT_SPEAKING = "I"  # the artifact's follow-ups are the robot's words about itself
@@ -1090,6 +1175,28 @@ TEMPLATES = [
         heldout=True,
     ),
     _t(
+        "arm_search_else",
+        "search",
+        PY_ARM,
+        [
+            "If there is a {o} on the table, put it in the {p}; otherwise {otherwise}.",
+            "Look for the {o}. Found it? Into the {p}. Not there? Then {otherwise}.",
+            "Check whether the {o} is here: if yes, place it in the {p}, if not, {otherwise}.",
+        ],
+        _arm_search_else,
+    ),
+    _t(
+        "arm_search_python",
+        "search",
+        PY_ARM,
+        [
+            "Is there a {o}? If so, put it in the {p}.",
+            "If the {o} is on the table, move it to the {p}.",
+            "Should you find a {o}, place it in the {p}.",
+        ],
+        _arm_search_python,
+    ),
+    _t(
         "arm_search",
         "search",
         MINI_ARM,
@@ -1223,6 +1330,22 @@ TEMPLATES = [
         ],
         _hazard_artifact,
         alert="[E]",
+    ),
+    _t(
+        "hazard_request",
+        "error",
+        DRONE,
+        ["{steps:, then }.", "{steps: and }.", "Please {steps:, then }."],
+        _hazard_request,
+        alert="ALERT: {Hazard}.",
+    ),
+    _t(
+        "hazard_warning",
+        "error",
+        DRONE,
+        ["{warn} {hazard}. {steps:, then }.", "{warn} {hazard}! {steps: and then }.", "{Hazard}. {steps:, then }."],
+        _hazard_request,
+        voiced=False,
     ),
     _t(
         "arm_alert",
@@ -1368,8 +1491,10 @@ def _count_steps(actions: list) -> int:
             total += a[1] * _count_steps(a[2])
         elif a[0] == "for_each":
             total += len(a[1]) * _count_steps(a[2])
-        elif a[0] in ("if_found", "if_holding"):
-            total += 1 + _count_steps(a[-1])
+        elif a[0] == "if_found":
+            total += 1 + _count_steps(a[2])
+        elif a[0] == "if_holding":
+            total += 1 + _count_steps(a[1])
         else:
             total += 1
     return total
@@ -1395,7 +1520,7 @@ def build_corpus(per_template: int = 50, seed: int = 0) -> list[CorpusRow]:
                 fields, actions = template.build(rng, scene, absent)
                 phrasing = rng.randrange(len(template.phrasings))
                 instruction = _fill(template.phrasings[phrasing], fields)
-                if not template.alert:
+                if template.voiced and not template.alert:
                     instruction = lexicon.voice(rng, instruction)
                 alert = _fill(template.alert, fields) if template.alert else ""
                 scene = fields.get("_scene", scene)
