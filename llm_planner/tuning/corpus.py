@@ -752,8 +752,9 @@ def _hazard_alert(rng, scene, absent):
     return {"reply": reply, "hazard": hazard[0].upper() + hazard[1:]}, _escape_then(rng, away, reply)
 
 
-# Which way a move goes -> where a hazard it flies into lies (a key of _HAZARD_PLACES).
+# Which way a move goes -> where a hazard it flies into lies (a key of _HAZARD_PLACES), and back.
 _INTO = {"forward": "ahead", "back": "behind", "left": "left", "right": "right", "up": "above", "down": "below"}
+_TOWARD = {where: direction for direction, where in _INTO.items()}
 
 
 def _hazard_artifact(rng, scene, absent):
@@ -780,7 +781,7 @@ def _hazard_artifact(rng, scene, absent):
         ran = original[:stopped]
     hazard = f"{rng.choice(_DRONE_HAZARDS)} is {rng.choice(_HAZARD_PLACES[where])}"
     hazard = hazard.format(d=f"{rng.choice([20, 25, 30, 40, 50])} cm")
-    toward = {v: k for k, v in _INTO.items()}.get(where, "forward")
+    toward = _TOWARD.get(where, "forward")  # a hazard coming closer: no move ahead
     rest = [a for a in original[stopped:] if not (a[0] == "move" and a[1] == toward)]
     done = ", ".join(_minispec(skill_set, ran)) or "none"
     reply = rng.choice(["", "", "Please fix it.", "Give me a new plan.", "Recover safely.", "Finish the task safely."])
@@ -800,8 +801,8 @@ _HOLD = ["hold still for {s}", "hover in place for {s}", "stay where you are for
 
 def _safe_request(rng, scene: list[str], where: str) -> tuple[list, list]:
     """What a person asks the drone to do about a hazard, as steps: a move that is not into it
-    (or holding still), then maybe one more step."""
-    toward = {v: k for k, v in _INTO.items()}.get(where)
+    (or holding still), then maybe more steps that do not move into it either."""
+    toward = _TOWARD.get(where)
     steps: list[tuple[str, list]]
     if rng.random() < 0.2:
         words, s = _seconds(rng)
