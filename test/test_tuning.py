@@ -21,6 +21,7 @@ def rows():
     return load_corpus(CORPUS)
 
 
+@pytest.mark.slow  # regenerates and re-checks all 3,550 rows, one grammar compile each (8 s)
 def test_the_committed_corpus_is_what_the_generators_write(rows):
     assert [r.as_json() for r in build_corpus()] == [r.as_json() for r in rows]
 
