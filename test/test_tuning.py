@@ -3,6 +3,7 @@ tune-model`, tens of minutes)."""
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -21,7 +22,7 @@ def rows():
     return load_corpus(CORPUS)
 
 
-@pytest.mark.slow  # regenerates and re-checks all 3,550 rows, one grammar compile each (8 s)
+@pytest.mark.slow  # regenerates and re-checks all 4,050 rows, one grammar compile each (8 s)
 def test_the_committed_corpus_is_what_the_generators_write(rows):
     assert [r.as_json() for r in build_corpus()] == [r.as_json() for r in rows]
 
@@ -86,6 +87,36 @@ def test_the_python_arm_acts_only_on_objects_its_scene_lists(rows):
             assert f"{obj}" in listed, r.id
         if "say('there is no" in r.task_plan and "if " not in r.task_plan:
             assert r.task_plan.split("no ", 1)[1].split("'")[0] not in listed, r.id
+
+
+def _arguments(skill_set, plan: str, skills: tuple[str, ...]) -> list[str]:
+    """The argument of each call of these skills, in order."""
+    return [c.text.split("(", 1)[1].rstrip(")") for c in skill_set.find_calls(plan) if c.skill in skills]
+
+
+def test_several_objects_go_to_several_places_within_each_skill_sets_own_limit(rows):
+    """Sorting, two destinations and swaps by way of a spare place, for both arms. The Python
+    arm's plans may run past MiniSpec's token limit (its syntax takes about twice the tokens)
+    but stay within its own."""
+    from llm_planner.catalog.tokenizer import load_tokenizer
+    from llm_planner.tuning.corpus import PLAN_TOKEN_LIMIT
+
+    tokenizer = load_tokenizer()
+    for name in ("minispec_arm", "python_arm"):
+        skill_set = load_skill_set(name)
+        many = [r for r in rows if r.skill_set == name and r.template in ("put_apart", "two_groups", "swap")]
+        assert {r.template for r in many} == {"put_apart", "two_groups", "swap"}, name
+        for r in many:
+            drops = _arguments(skill_set, r.task_plan, ("dr", "drop"))
+            assert len(set(drops)) >= 2, r.id  # more than one place
+        for r in (r for r in many if r.template == "swap"):  # one goes aside, the other over, then back
+            picks = _arguments(skill_set, r.task_plan, ("pk", "take"))
+            drops = _arguments(skill_set, r.task_plan, ("dr", "drop"))
+            assert picks[0] == picks[2] != picks[1] and len(set(drops)) == 3, r.id
+        lengths = [len(tokenizer.encode(r.task_plan).ids) for r in rows if r.skill_set == name]
+        assert max(lengths) < PLAN_TOKEN_LIMIT * skill_set.plan_token_scale
+    python_lengths = [len(tokenizer.encode(r.task_plan).ids) for r in rows if r.skill_set == "python_arm"]
+    assert max(python_lengths) >= PLAN_TOKEN_LIMIT  # tasks only the scaled limit lets it answer
 
 
 def test_the_held_out_part_is_worded_in_ways_the_tuning_part_never_is(rows):
@@ -246,3 +277,30 @@ def test_tune_model_reads_every_corpus_it_is_given(tmp_path):
     assert args.corpus == [str(f) for f in files]
     with pytest.raises(ValueError, match=f"{files[0]}, {files[1]}: no rows of the tuning split"):
         args.func(args)
+
+
+def test_averaged_adapters_hold_the_mean_of_each_weight_and_say_where_it_came_from(tmp_path):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from llm_planner.tuning.average import average_adapters
+
+    def adapter(name: str, a: float, b: float, rows: int = 2) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        weights = {"lora_A": torch.full((rows, 3), a, dtype=torch.bfloat16), "lora_B": torch.full((3, rows), b)}
+        save_file(weights, str(folder / "adapter_model.safetensors"))
+        (folder / "adapter_config.json").write_text(json.dumps({"r": rows}))
+        (folder / "training.json").write_text(json.dumps({"base_model": "m", "skill_sets": [name]}))
+        return folder
+
+    one, two = adapter("python_arm", 1.0, -2.0), adapter("minispec_arm", 3.0, 4.0)
+    recorded = average_adapters([one, two], tmp_path / "mean")
+    mean = load_file(str(tmp_path / "mean" / "adapter_model.safetensors"))
+    assert mean["lora_A"].dtype == torch.bfloat16 and mean["lora_A"].eq(2.0).all() and mean["lora_B"].eq(1.0).all()
+    assert recorded["averaged"] == [str(one), str(two)] and recorded["skill_sets"] == ["minispec_arm", "python_arm"]
+    assert json.loads((tmp_path / "mean" / "adapter_config.json").read_text()) == {"r": 2}
+    with pytest.raises(ValueError, match="same base model, rank"):
+        average_adapters([one, adapter("other", 0.0, 0.0, rows=4)], tmp_path / "bad")
+    with pytest.raises(ValueError, match="two adapters or more"):
+        average_adapters([one], tmp_path / "bad")

@@ -305,6 +305,16 @@ def test_constrained_plans_parse(engine):
         assert ss.find_calls(text), text
 
 
+def test_a_plan_is_cut_at_the_engine_limit_times_its_skill_sets_scale(engine, monkeypatch):
+    """Python plans take about twice MiniSpec's tokens per action: the Python arm's plans get
+    twice the engine's limit (`plan_token_scale: 2`), MiniSpec's the limit itself."""
+    monkeypatch.setattr(engine, "max_plan_tokens", 12)
+    task = "Scene: [stapler, mug, crate]. Put the stapler in the crate, then the mug in the crate."
+    requests = [request(f"s{n}", ss, task, max_tokens=1000) for n, ss in enumerate(["minispec_arm", "python_arm"])]
+    runs = generate(engine, requests, segmented=False)
+    assert runs["s0"].truncated and len(runs["s0"].token_ids) == 12, runs["s0"]
+    assert runs["s1"].truncated and len(runs["s1"].token_ids) == 24, runs["s1"]
+
 def test_vllm_priority_orders_prefills(engine):
     """Two long prompts that do not fit one step's token budget: the more urgent one (higher
     urgency), added second, gets its first token first."""

@@ -83,6 +83,12 @@ class SkillSetFile(BaseModel):
     syntax: Literal["minispec", "python"]
     description: str
     segment_tokens: int = Field(gt=0, description="l_max: expected tokens per segment")
+    plan_token_scale: int = Field(
+        default=1,
+        ge=1,
+        description="this syntax's tokens per action against MiniSpec's: the engine's plan token limit "
+        "(`vllm.max_plan_tokens`) is multiplied by it",
+    )
     system_prompt: str
     examples: list[dict[str, str]] = []
     skills: list[Skill]
@@ -111,6 +117,10 @@ class SkillSet:
     @property
     def segment_tokens(self) -> int:
         return self.spec.segment_tokens
+
+    @property
+    def plan_token_scale(self) -> int:
+        return self.spec.plan_token_scale
 
     def skill(self, key: str) -> Skill:
         for s in self.spec.skills:

@@ -184,14 +184,16 @@ def markdown_table(tasks: list[PlanTask], runs: dict[str, list[PlanRun]]) -> str
 
 def generate_on_engine(config, engine_name: str, model: str | None, tasks: list[PlanTask]) -> tuple[list[PlanRun], int]:
     """Every task's plan on the named engine (sim: the recorded plans, whole; vllm: the
-    planner's token limit), with progress; returns the runs and the token limit used."""
+    planner's token limit, times the skill set's scale), with progress; returns the runs and
+    the token limit used."""
     skill_sets = _skill_sets(config, {t.robot_type for t in tasks})
+    whole = 100_000  # no limit of the request's own: the engine's holds
     if engine_name == "vllm":
         engine, max_tokens = make_vllm_engine(config, WallClock(), model), config.vllm.max_plan_tokens
     else:
-        engine, max_tokens = make_sim_engine(config, VirtualClock()), 100_000
+        engine, max_tokens = make_sim_engine(config, VirtualClock()), whole
     try:
-        return _generate_with_progress(engine, tasks, skill_sets, max_tokens, config.vllm), max_tokens
+        return _generate_with_progress(engine, tasks, skill_sets, whole, config.vllm), max_tokens
     finally:
         engine.close()
 

@@ -1,5 +1,6 @@
-"""`llm-planner corpus` and `llm-planner tune-model`: write the tuning corpus, and fine-tune the
-bundled model on its tuning part into the committed LoRA adapter."""
+"""`llm-planner corpus`, `llm-planner tune-model` and `llm-planner average-adapters`: write the
+tuning corpus, fine-tune the bundled model on its tuning part into a LoRA adapter, and average
+adapters into one."""
 
 from __future__ import annotations
 
@@ -49,6 +50,11 @@ def add_parser(sub) -> None:
         "output, OUTPUT/model for another)",
     )
     p.set_defaults(func=cmd_tune_model)
+    p = sub.add_parser("average-adapters", help="average LoRA adapters of the bundled model into one")
+    p.add_argument("adapters", nargs="+", metavar="ADAPTER", help="adapter folders (two or more, same rank)")
+    p.add_argument("-o", "--output", help="adapter folder (default: config/tuning/adapter, the one set-up merges)")
+    p.add_argument("--no-merge", action="store_true", help="as for tune-model")
+    p.set_defaults(func=cmd_average_adapters)
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:
@@ -68,7 +74,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
 def cmd_tune_model(args: argparse.Namespace) -> int:
     from llm_planner.engine.cpu import cpu_info
-    from llm_planner.engine.models import adapter_dir, prepare_default_model, prepare_tuned_model
+    from llm_planner.engine.models import adapter_dir, prepare_default_model
     from llm_planner.tuning.corpus import load_corpus
     from llm_planner.tuning.train import TuneSettings, tune
 
@@ -111,14 +117,31 @@ def cmd_tune_model(args: argparse.Namespace) -> int:
         f"adapter in {out}: {result['steps']} steps, {result['tokens']} tokens, {result['minutes']} min, "
         f"loss {result['final_loss']}"
     )
-    if args.no_merge:
-        return 0
+    if not args.no_merge:
+        _merge(out)
+    return 0
+
+
+def cmd_average_adapters(args: argparse.Namespace) -> int:
+    from llm_planner.engine.models import adapter_dir
+    from llm_planner.tuning.average import average_adapters
+
+    out = Path(args.output) if args.output else adapter_dir()
+    average_adapters([Path(a) for a in args.adapters], out)
+    print(f"adapter in {out}: the mean of {', '.join(args.adapters)}")
+    if not args.no_merge:
+        _merge(out)
+    return 0
+
+
+def _merge(out: Path) -> None:
+    """Merge a new adapter into its model folder (the planner model's for the bundled one)."""
+    from llm_planner.engine.models import adapter_dir, prepare_tuned_model
+
     if out == adapter_dir():
         print(f"tuned model: {prepare_tuned_model()}")
-    else:
-        merged = prepare_tuned_model(adapter=out, target=out / "model")
-        print(
-            f"tuned model: {merged} (its plans: llm-planner plans {CORPUS} --split heldout --engine vllm "
-            f"--model {merged})"
-        )
-    return 0
+        return
+    merged = prepare_tuned_model(adapter=out, target=out / "model")
+    print(
+        f"tuned model: {merged} (its plans: llm-planner plans {CORPUS} --split heldout --engine vllm --model {merged})"
+    )

@@ -29,6 +29,7 @@ class GenerationRequest:
     examples: tuple[tuple[str, str], ...] = ()
     grammar: str | None = None
     plan_syntax: str | None = None
+    plan_token_scale: int = 1  # the skill set's: the engine's plan token limit times this
 
 
 @dataclass(frozen=True)

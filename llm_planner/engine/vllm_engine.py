@@ -275,7 +275,8 @@ class VllmEngine(Engine):
         self.stats.moved_in += 1
 
     def _start(self, gen: _VllmSequence, urgency: float) -> None:
-        budget = min(gen.request.max_tokens, self.max_plan_tokens, self.max_model_len - len(gen.prompt_ids))
+        plan_limit = self.max_plan_tokens * gen.request.plan_token_scale
+        budget = min(gen.request.max_tokens, plan_limit, self.max_model_len - len(gen.prompt_ids))
         remaining = budget - len(gen.out_ids)
         if remaining <= 0:
             raise EngineError(f"generation {gen.request.gen_id} has no token budget left")

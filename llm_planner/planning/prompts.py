@@ -32,6 +32,7 @@ def shared_request(skill_set: SkillSet, tuned: bool = False) -> GenerationReques
         chat_prefix=chat_prefix,
         grammar=plan_grammar(skill_set),
         plan_syntax=skill_set.syntax,
+        plan_token_scale=skill_set.plan_token_scale,
     )
 
 

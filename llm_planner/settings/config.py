@@ -175,7 +175,9 @@ class VllmConfig(_Strict):
         default="config/tuning/corpus.jsonl",
         description="where retrieved examples come from: a tuning corpus (its tuning split)",
     )
-    max_plan_tokens: int = Field(default=96, gt=0, description="a plan's token limit")
+    max_plan_tokens: int = Field(
+        default=96, gt=0, description="a plan's token limit, times its skill set's `plan_token_scale`"
+    )
     calibrate: bool = Field(
         default=True,
         description="correct the profile's step predictions by the iterations the engine runs (engine/calibration.py)",

@@ -31,8 +31,8 @@ from llm_planner.settings.config import VllmConfig
 from llm_planner.tuning import lexicon
 
 SKILL_SETS = {"minispec_drone": "tello", "minispec_arm": "indy7", "python_arm": "fltrnn_arm"}  # -> robot type
-# A task whose plan is longer than the planner's default `vllm.max_plan_tokens` is not written:
-# no model could answer it within the planner's limit.
+# A task whose plan is longer than the planner's default `vllm.max_plan_tokens` (times the skill
+# set's `plan_token_scale`) is not written: no model could answer it within the planner's limit.
 PLAN_TOKEN_LIMIT = VllmConfig.model_fields["max_plan_tokens"].default
 
 DRONE_THINGS = [
@@ -903,13 +903,44 @@ def _spatial_scene(rng, kinds: list[str], others: list[str]) -> tuple[list, str,
     return scene, kind, words, target
 
 
+# The one at an end of three in a row: axis -> (words for the lowest value, for the highest).
+_EXTREMES = {
+    "x": (["leftmost", "left-most", "furthest left"], ["rightmost", "right-most", "furthest right"]),
+    "y": (["farthest", "furthest back", "most distant"], ["nearest", "closest", "front-most"]),
+    "size": (["smallest", "tiniest"], ["biggest", "largest"]),
+}
+
+
+def _spatial_three(rng, kinds: list[str], others: list[str]) -> tuple[list, str, str, str]:
+    """Three of one kind in a row on one axis; the task means the one at an end (same return
+    as `_spatial_scene`)."""
+    kind = rng.choice(kinds)
+    axis = rng.choice(list(_EXTREMES))
+    values = [v / 100 for v in sorted(rng.sample(range(5, 96), 3))]  # lowest first
+    names = [f"{kind}_{n}" for n in (1, 2, 3)]
+    rng.shuffle(names)
+    boxes = []
+    for name, v in zip(names, values):
+        x, y, w = (v, rng.uniform(0.4, 0.6), 0.08) if axis == "x" else (rng.uniform(0.2, 0.8), v, 0.08)
+        if axis == "size":  # widths 0.05-0.23 instead
+            x, y, w = rng.uniform(0.2, 0.8), rng.uniform(0.35, 0.65), 0.04 + v * 0.2
+        boxes.append((name, x, y, w))
+    high = rng.random() < 0.5
+    target = names[2] if high else names[0]
+    words = rng.choice(_EXTREMES[axis][1 if high else 0])
+    for name in others:
+        boxes.append((name, rng.uniform(0.05, 0.95), rng.uniform(0.05, 0.95), 0.1))
+    rng.shuffle(boxes)
+    return boxes, kind, words, target
+
+
 def _which(kind: str, words: str) -> str:
     """'the bottle on the left', 'the nearer bottle'"""
     return f"the {kind} {words}" if " " in words else f"the {words} {kind}"
 
 
 def _spatial_drone(rng, scene, absent):
-    boxes, kind, words, target = _spatial_scene(
+    boxes, kind, words, target = rng.choice([_spatial_scene, _spatial_scene, _spatial_three])(
         rng, ["bottle", "chair", "person", "door", "box", "car", "tree"], scene[:3]
     )
     return {"_boxes": boxes, "which": _which(kind, words)}, [("goto", target), ("photo",)] if rng.random() < 0.5 else [
@@ -919,7 +950,9 @@ def _spatial_drone(rng, scene, absent):
 
 def _spatial_arm(rng, scene, absent):
     places = [s for s in scene if s in ARM_PLACES]
-    boxes, kind, words, target = _spatial_scene(rng, ["cup", "block", "apple", "bolt", "marker", "can"], places)
+    boxes, kind, words, target = rng.choice([_spatial_scene, _spatial_scene, _spatial_three])(
+        rng, ["cup", "block", "apple", "bolt", "marker", "can"], places
+    )
     place = rng.choice(places)
     return {"_boxes": boxes, "which": _which(kind, words), "p": place}, [("pick", target), ("place", place)]
 
@@ -978,6 +1011,67 @@ def _sort_colour(rng, scene, absent):
     actions = [a for thing, place in order for a in (("pick", thing), ("place", place))]
     holders_word = holder + ("es" if holder.endswith("x") else "s")
     return {"_scene": listed, "kind": kind, "holder": holder, "holders": holders_word}, actions
+
+
+def _the(objs: list[str]) -> str:
+    """'the cup', 'the cup and the pen', 'the cup, the pen and the key'"""
+    named = [f"the {o}" for o in objs]
+    return named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+
+
+def _put_apart(rng, scene, absent):
+    """Two objects, each to a place of its own."""
+    a, b = rng.sample([s for s in scene if s not in ARM_PLACES], 2)
+    p, q = rng.sample([s for s in scene if s in ARM_PLACES], 2)
+    return {"a": a, "b": b, "p": p, "q": q}, [("pick", a), ("place", p), ("pick", b), ("place", q)]
+
+
+def _two_groups(rng, scene, absent):
+    """Some objects to one place, the rest to another (one loop per place in Python)."""
+    things = rng.sample(ARM_THINGS, rng.choice([3, 4]))
+    p, q = rng.sample(ARM_PLACES, 2)
+    cut = rng.randint(2, len(things) - 1)
+    first, rest = things[:cut], things[cut:]
+    listed = things + [p, q]
+    rng.shuffle(listed)
+    actions: list = [("for_each", first, [("pick", VAR), ("place", p)])]
+    if len(rest) > 1:
+        actions.append(("for_each", rest, [("pick", VAR), ("place", q)]))
+    else:
+        actions += [("pick", rest[0]), ("place", q)]
+    return {"_scene": listed, "first": _the(first), "rest": _the(rest), "p": p, "q": q}, actions
+
+
+def _swap(rng, scene, absent):
+    """Two objects trade places by way of a free third place."""
+    a, b = rng.sample(ARM_THINGS, 2)
+    p, q, spare = rng.sample(ARM_PLACES, 3)
+    listed = [a, b, p, q, spare]
+    rng.shuffle(listed)
+    actions = [("pick", a), ("place", spare), ("pick", b), ("place", p), ("pick", a), ("place", q)]
+    return {"_scene": listed, "a": a, "b": b, "p": p, "q": q, "r": spare}, actions
+
+
+# Jobs an arm that can only pick, place and speak cannot do, on an object of the scene.
+_IMPOSSIBLE_ARM = [
+    "slice the {o}",
+    "wash the {o}",
+    "paint the {o} green",
+    "fill the {o} with water",
+    "sharpen the {o}",
+    "weigh the {o}",
+    "warm up the {o}",
+    "glue the {o} shut",
+    "charge the {o}",
+    "screw the {o} tight",
+    "polish the {o}",
+    "tie up the {o}",
+]
+
+
+def _impossible_arm(rng, scene, absent):
+    job = rng.choice(_IMPOSSIBLE_ARM).format(o=rng.choice([s for s in scene if s not in ARM_PLACES]))
+    return {"job": job}, [("say", f"cannot {job}")]
 
 
 _REPEAT_WORDS = [
@@ -1215,6 +1309,8 @@ TEMPLATES = [
         [
             "If you are holding something, put it in the {p}.",
             "Drop whatever is in the gripper into the {p}.",
+            "Anything in your gripper? Then let it go in the {p}.",
+            "Should the gripper be carrying something, set it down in the {p}.",
             "If the gripper holds an object, release it in the {p}.",
         ],
         _holding,
@@ -1400,6 +1496,47 @@ TEMPLATES = [
         _spatial_arm,
     ),
     _t("after_failure_arm", "error", ARMS, _NEW_PLAN_WORDS, _after_failure_arm, alert="{failure}"),
+    _t(
+        "put_apart",
+        "multi",
+        ARMS,
+        [
+            "Put the {a} in the {p} and the {b} in the {q}.",
+            "The {a} goes into the {p}; the {b} into the {q}.",
+            "1. the {a} to the {p} 2. the {b} to the {q}",
+            "Move the {a} over to the {p}, then the {b} over to the {q}.",
+        ],
+        _put_apart,
+    ),
+    _t(
+        "two_groups",
+        "multi",
+        ARMS,
+        [
+            "Put {first} in the {p}, and {rest} in the {q}.",
+            "Into the {p}: {first}. Into the {q}: {rest}.",
+            "Sort these out: {first} belong in the {p}, {rest} in the {q}.",
+        ],
+        _two_groups,
+    ),
+    _t(
+        "swap",
+        "multi",
+        ARMS,
+        [
+            "The {a} is in the {p} and the {b} is in the {q}. Swap them; the {r} is free to use meanwhile.",
+            "Swap the {a} ({p}) and the {b} ({q}), parking one in the {r}.",
+            "Trade places: the {a} from the {p} and the {b} from the {q}. Use the {r} as a spare spot.",
+        ],
+        _swap,
+    ),
+    _t(
+        "impossible_arm",
+        "impossible",
+        ARMS,
+        ["Please {job}.", "{job}.", "Could you {job} for me?", "I need you to {job}."],
+        _impossible_arm,
+    ),
 ]
 
 
@@ -1530,7 +1667,7 @@ def build_corpus(per_template: int = 50, seed: int = 0) -> list[CorpusRow]:
                     continue
                 seen.add(task_input)
                 plan = render_plan(skill_set, actions)
-                if len(tokenizer.encode(plan).ids) >= PLAN_TOKEN_LIMIT:
+                if len(tokenizer.encode(plan).ids) >= PLAN_TOKEN_LIMIT * skill_set.plan_token_scale:
                     continue
                 needs = TaskNeeds(tuple(needed_skills(skill_set, actions)), tuple(named_objects(actions)))
                 check = check_generated_plan(skill_set, task_input, plan)
