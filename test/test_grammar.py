@@ -140,6 +140,19 @@ def test_a_tasks_grammar_grounds_object_names_in_its_scene(plan, admitted):
     assert _in_task_grammar("minispec_drone", "Fly around.", plan)  # no scene: any short name
 
 
+@pytest.mark.parametrize("plan, admitted", [
+    ("move_to(object_x('candle holder'), object_y('candle holder'))\ndrop('candle holder')\n", True),
+    ("move_to(object_x('holder'), object_y('holder'))\n", False),  # the arm goes where a scene object is
+    ("move_to(object_x('candle'), object_y('holder'))\n", False),
+    ("for obj in ['candle']:\n    move_to(object_x(obj), object_y(obj))\n    take(obj)\n", True),
+    ("if object_x('matches') > 0:\n    say('found them')\n", True),  # a test may name what the task names
+    ("if object_x('matches') > 0:\n    move_to(object_x('matches'), object_y('matches'))\n", False),
+])
+def test_an_arm_moves_only_to_scene_objects(plan, admitted):
+    task = "Scene: [candle, candle holder]. Look for the matches, take the candle and put it on the holder."
+    assert _in_task_grammar("python_arm", task, plan) is admitted
+
+
 @pytest.mark.parametrize("name, plan, admitted", [
     ("minispec_drone", "mb(50);?s('poster')==True{g('poster')};", True),
     ("minispec_drone", "?s('wall')==True{mb(50)};", False),  # a block is sent only once it closes

@@ -186,6 +186,9 @@ def test_set_up_merges_an_adapter_once_per_adapter(tmp_path, monkeypatch):
     elsewhere = prepare_tuned_model(log=lambda _: None, adapter=first, target=tmp_path / "a" / "model")
     assert elsewhere == tmp_path / "a" / "model" and tuning_manifest(elsewhere) == manifest
     assert tuning_manifest(merged)["adapter_sha256"] != manifest["adapter_sha256"]  # the default folder untouched
+    (tmp_path / "other-base").symlink_to(base)  # another base model, by its folder's name
+    onto = prepare_tuned_model(log=lambda _: None, adapter=first, target=tmp_path / "c", base=tmp_path / "other-base")
+    assert tuning_manifest(onto)["base_model"] == "other-base"
 
 
 def test_a_batch_with_shared_prefixes_learns_exactly_what_the_whole_chats_teach():
@@ -277,6 +280,40 @@ def test_tune_model_reads_every_corpus_it_is_given(tmp_path):
     assert args.corpus == [str(f) for f in files]
     with pytest.raises(ValueError, match=f"{files[0]}, {files[1]}: no rows of the tuning split"):
         args.func(args)
+
+
+def test_another_base_model_is_tuned_into_a_folder_of_its_own(tmp_path):
+    """--base-model takes a model folder; the bundled adapter stays the bundled base model's."""
+    import argparse
+
+    from llm_planner.commands.tuning import add_parser
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    (tmp_path / "config.json").write_text("{}")
+    args = parser.parse_args(["tune-model", "--base-model", str(tmp_path)])
+    with pytest.raises(ValueError, match="--base-model: give -o"):
+        args.func(args)
+    args = parser.parse_args(["tune-model", "--base-model", str(tmp_path / "nowhere"), "-o", str(tmp_path / "a")])
+    with pytest.raises(FileNotFoundError, match="not a Hugging Face model folder"):
+        args.func(args)
+
+
+class _Vocabulary:
+    def __init__(self, *tokens):
+        self.tokens = {t: i for i, t in enumerate(tokens)}
+
+    def get_vocab(self):
+        return self.tokens
+
+
+def test_an_answer_ends_at_the_base_models_own_end_of_turn():
+    from llm_planner.tuning.train import end_of_turn
+
+    assert end_of_turn(_Vocabulary("<s>", "<|im_start|>", "<|im_end|>")) == 2  # SmolLM2
+    assert end_of_turn(_Vocabulary("<bos>", "<start_of_turn>", "<end_of_turn>", "<eos>")) == 2  # Gemma
+    with pytest.raises(ValueError, match="none of the end-of-turn tokens"):
+        end_of_turn(_Vocabulary("<s>", "</s>"))
 
 
 def test_averaged_adapters_hold_the_mean_of_each_weight_and_say_where_it_came_from(tmp_path):

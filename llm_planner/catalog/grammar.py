@@ -16,9 +16,10 @@ Two grammars per skill set:
   repeat guard (catalog/statements.py): a grammar cannot count.
   A task narrows its plan grammar (`TaskScope`): with a scene, an action names one of the
   scene's objects, and a search or a query (and a conditional's body on one) may also name a
-  word group of the instruction; an error follow-up opens with a plain action, never a block,
-  and where the alert places a hazard or tells of one close by, that action moves neither
-  toward it nor toward any object (catalog/hazards.py).
+  word group of the instruction, but a query that an action's argument reads
+  (`move_to(object_x('cup'), ...)`) names a scene object. An error follow-up opens with a
+  plain action, never a block, and where the alert places a hazard or tells of one close by,
+  that action moves neither toward it nor toward any object (catalog/hazards.py).
 
 MiniSpec  statements end with ';' (optional before '}' and after a block), loops `N{...}`
           (N < 100; in the plan grammar 2-9), conditionals `?a==b&c<d{...}`, assignments
@@ -110,6 +111,8 @@ list ::= "[" obj (", " obj){0,9} "]"
 string ::= "'" [^'\n]{1,40} "'" | "\"" [^"\n]{1,40} "\""
 obj_l ::= obj | "obj"
 qobj_l ::= qobj | "obj"
+aexpr ::= located | number | string | "True" | "False"
+aexpr_l ::= located_l | number | string | "obj" | "True" | "False"
 """
 _PYTHON_LEAD = "root ::= stmt{1,16}\n"
 _PYTHON_ALERT_LEAD = 'root ::= first "\\n" stmt{0,15}\n'
@@ -264,22 +267,26 @@ def _range_rule(arg) -> tuple[str, str]:
     return name, " | ".join(x for x in (below, f'"{arg.max}"') if x)
 
 
-def _arg_rule(skill: Skill, arg, syntax: str, plan: bool, scope: str) -> str:
+def _arg_rule(skill: Skill, arg, syntax: str, plan: bool, scope: str, located: bool = False) -> str:
     if not plan:
         return _ARG_RULES[syntax][arg.type] + scope
     if arg.min is not None:
         return _range_rule(arg)[0]
     rule = _PLAN_ARG_RULES[syntax][arg.type]
-    if rule == "obj" and (skill.kind == "query" or skill.searches):
+    if rule == "obj" and (skill.kind == "query" or skill.searches) and not located:
         rule = "qobj"
+    if rule == "expr" and skill.kind == "action":
+        # `move_to(object_x('cup'), ...)`: an action goes to what a query locates, so that
+        # query names a scene object; only a test (`if object_x('peach') > 0:`) may name more.
+        rule = "aexpr"
     if rule == "str" and syntax == "minispec" and skill.kind == "action":
         rule = f"said_{skill.abbr}"  # text, or a query's answer where the skill reads one
-    return rule + (scope if rule in ("obj", "qobj", "expr") else "")
+    return rule + (scope if rule in ("obj", "qobj", "expr", "aexpr") else "")
 
 
-def _call_alternative(skill: Skill, syntax: str, plan: bool, scope: str) -> str:
+def _call_alternative(skill: Skill, syntax: str, plan: bool, scope: str, located: bool = False) -> str:
     separator = ' "," ' if syntax == "minispec" else ' ", " '
-    args = separator.join(_arg_rule(skill, a, syntax, plan, scope) for a in skill.args)
+    args = separator.join(_arg_rule(skill, a, syntax, plan, scope, located) for a in skill.args)
     if not skill.args:
         # MiniSpec lets a call without arguments drop its parentheses (`tp`); keep them.
         return _ebnf_string(f"{skill.abbr}()")
@@ -310,6 +317,9 @@ def _grammar(skill_set: SkillSet, plan: bool, alert: bool = False, unsafe_first:
         if plan:  # a statement of its own calls an action; a query's value is only read
             acts = [_call_alternative(s, syntax, plan, scope) for s in skills if s.kind == "action"]
             rules.append(f"act{scope} ::= " + " | ".join(acts))
+            if syntax == "python":
+                queries = [_call_alternative(s, syntax, plan, scope, located=True) for s in skills if s.kind == "query"]
+                rules.append(f"located{scope} ::= " + " | ".join(queries))
     if plan and alert:
         safe = [s for s in skills if s.kind == "action" and s.moves not in unsafe_first]
         # A safety gate may leave no such action: then the gate's own check is what stops a move.

@@ -38,6 +38,12 @@ def add_parser(sub) -> None:
         help="start from this adapter folder's weights (same rank) instead of a fresh LoRA: tune it further",
     )
     p.add_argument(
+        "--base-model",
+        metavar="FOLDER",
+        help="a local Hugging Face model folder to tune instead of the bundled base model (to try another "
+        "base; its chat template must end a turn with <|im_end|> or <end_of_turn>)",
+    )
+    p.add_argument(
         "--threads",
         type=int,
         help="CPU threads for training (default: every core this process may use, "
@@ -74,7 +80,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
 def cmd_tune_model(args: argparse.Namespace) -> int:
     from llm_planner.engine.cpu import cpu_info
-    from llm_planner.engine.models import adapter_dir, prepare_default_model
+    from llm_planner.engine.models import adapter_dir, prepare_default_model, resolve_model
     from llm_planner.tuning.corpus import load_corpus
     from llm_planner.tuning.train import TuneSettings, tune
 
@@ -86,8 +92,10 @@ def cmd_tune_model(args: argparse.Namespace) -> int:
         raise ValueError(f"{', '.join(corpora)}: no rows of the tuning split")
     import torch
 
-    base = prepare_default_model()
+    base = resolve_model(args.base_model) if args.base_model else prepare_default_model()
     out = Path(args.output) if args.output else adapter_dir()
+    if args.base_model and out == adapter_dir():
+        raise ValueError("--base-model: give -o; the bundled adapter is tuned from the bundled base model")
     if torch.cuda.is_available():
         device, bf16, where = "cuda", torch.cuda.is_bf16_supported(), torch.cuda.get_device_name()
         threads = None
@@ -118,7 +126,7 @@ def cmd_tune_model(args: argparse.Namespace) -> int:
         f"loss {result['final_loss']}"
     )
     if not args.no_merge:
-        _merge(out)
+        _merge(out, base if args.base_model else None)
     return 0
 
 
@@ -134,14 +142,15 @@ def cmd_average_adapters(args: argparse.Namespace) -> int:
     return 0
 
 
-def _merge(out: Path) -> None:
-    """Merge a new adapter into its model folder (the planner model's for the bundled one)."""
+def _merge(out: Path, base: Path | None = None) -> None:
+    """Merge a new adapter into its model folder (the planner model's for the bundled one), on
+    `base` (default: the bundled base model)."""
     from llm_planner.engine.models import adapter_dir, prepare_tuned_model
 
     if out == adapter_dir():
         print(f"tuned model: {prepare_tuned_model()}")
         return
-    merged = prepare_tuned_model(adapter=out, target=out / "model")
+    merged = prepare_tuned_model(adapter=out, target=out / "model", base=base)
     print(
         f"tuned model: {merged} (its plans: llm-planner plans {CORPUS} --split heldout --engine vllm --model {merged})"
     )

@@ -74,10 +74,12 @@ def _adapter_digest(adapter: Path) -> str:
     return digest.hexdigest()
 
 
-def prepare_tuned_model(log=print, adapter: Path | None = None, target: Path | None = None) -> Path:
-    """Merge the tuned adapter (default: the committed one) into a copy of the base model, in
-    `target` (default: the bundled planner model's folder), once per adapter; later calls return
-    the folder."""
+def prepare_tuned_model(
+    log=print, adapter: Path | None = None, target: Path | None = None, base: Path | None = None
+) -> Path:
+    """Merge the tuned adapter (default: the committed one) into a copy of its base model (default:
+    the bundled one), in `target` (default: the bundled planner model's folder), once per adapter;
+    later calls return the folder."""
     adapter = adapter or adapter_dir()
     if not (adapter / "adapter_model.safetensors").is_file():
         raise FileNotFoundError(f"no tuned adapter in {adapter}: `llm-planner tune-model` trains one")
@@ -90,7 +92,7 @@ def prepare_tuned_model(log=print, adapter: Path | None = None, target: Path | N
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    base = prepare_default_model(log)
+    base = base or prepare_default_model(log)
     log(f"merging the tuned adapter {adapter} into {target} (once per adapter)")
     tmp = target.with_name(target.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -100,9 +102,7 @@ def prepare_tuned_model(log=print, adapter: Path | None = None, target: Path | N
     AutoTokenizer.from_pretrained(str(base)).save_pretrained(str(tmp))
     training = json.loads((adapter / "training.json").read_text())
     (tmp / TUNING_MANIFEST).write_text(
-        json.dumps(
-            {"base_model": DEFAULT_MODEL, "skill_sets": training["skill_sets"], "adapter_sha256": digest}, indent=1
-        )
+        json.dumps({"base_model": base.name, "skill_sets": training["skill_sets"], "adapter_sha256": digest}, indent=1)
         + "\n"
     )
     shutil.rmtree(target, ignore_errors=True)

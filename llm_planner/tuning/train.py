@@ -51,15 +51,28 @@ def chat_messages(row: CorpusRow, with_plan: bool = True) -> list[dict[str, str]
     return messages
 
 
-def encode_example(tokenizer, row: CorpusRow, max_tokens: int) -> tuple[list[int], list[int]]:
-    """Token ids of the whole chat and the labels: -100 (not learned) over the prompt."""
+# What ends a model's turn in the chat templates of the base models tuned here (SmolLM2, Gemma).
+END_OF_TURN = ("<|im_end|>", "<end_of_turn>")
+
+
+def end_of_turn(tokenizer) -> int:
+    vocabulary = tokenizer.get_vocab()
+    for token in END_OF_TURN:
+        if token in vocabulary:
+            return vocabulary[token]
+    raise ValueError(f"the tokenizer knows none of the end-of-turn tokens {', '.join(END_OF_TURN)}")
+
+
+def encode_example(tokenizer, row: CorpusRow, max_tokens: int, end: int | None = None) -> tuple[list[int], list[int]]:
+    """Token ids of the whole chat and the labels: -100 (not learned) over the prompt. `end`:
+    the end-of-turn token (found in the tokenizer if not given)."""
     prompt = tokenizer.apply_chat_template(chat_messages(row, False), add_generation_prompt=True, tokenize=False)
     full = tokenizer.apply_chat_template(chat_messages(row), tokenize=False)
     prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
     ids = tokenizer.encode(full, add_special_tokens=False)
     if ids[: len(prompt_ids)] != prompt_ids:
         raise ValueError(f"{row.id}: the chat template does not extend the prompt with the answer")
-    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    end = end_of_turn(tokenizer) if end is None else end
     answer_end = ids.index(end, len(prompt_ids)) + 1 if end in ids[len(prompt_ids) :] else len(ids)
     ids = ids[: min(answer_end, max_tokens)]
     labels = [-100] * len(prompt_ids) + ids[len(prompt_ids) :]
@@ -94,8 +107,9 @@ def with_shared_prefixes(encoded: list[tuple[list[int], list[int]]], groups: lis
 
 def tuning_examples(tokenizer, rows: list[CorpusRow], max_tokens: int) -> list[Example]:
     """The rows' chats, encoded, each group a skill set."""
+    end = end_of_turn(tokenizer)
     return with_shared_prefixes(
-        [encode_example(tokenizer, row, max_tokens) for row in rows], [row.skill_set for row in rows]
+        [encode_example(tokenizer, row, max_tokens, end) for row in rows], [row.skill_set for row in rows]
     )
 
 
