@@ -147,10 +147,23 @@ def test_a_tasks_grammar_grounds_object_names_in_its_scene(plan, admitted):
     ("for obj in ['candle']:\n    move_to(object_x(obj), object_y(obj))\n    take(obj)\n", True),
     ("if object_x('matches') > 0:\n    say('found them')\n", True),  # a test may name what the task names
     ("if object_x('matches') > 0:\n    move_to(object_x('matches'), object_y('matches'))\n", False),
+    ("for obj in ['candle']:\n    move_to(object_x('holder'), object_y('holder'))\n", False),
+    ("say(take('candle'))\n", False),  # an action's argument is never another action
 ])
 def test_an_arm_moves_only_to_scene_objects(plan, admitted):
     task = "Scene: [candle, candle holder]. Look for the matches, take the candle and put it on the holder."
     assert _in_task_grammar("python_arm", task, plan) is admitted
+
+
+def test_an_arm_whose_gate_allows_no_query_moves_to_coordinates():
+    from llm_planner.catalog.grammar import TaskScope
+    from llm_planner.catalog.safety import SafetyRules, restricted
+
+    arm = load_skill_set("python_arm")
+    gated = restricted(arm, SafetyRules.of(arm, allow=["move_to", "take", "drop"]))
+    scope = TaskScope.of_task("Scene: [cup, tray]. Put the cup on the tray.")
+    assert check_plan(gated, "move_to(0.3, 0.4)\ntake('cup')\n", strict=True, scope=scope) is None
+    assert check_plan(gated, "move_to(object_x('cup'), object_y('cup'))\n", strict=True, scope=scope) is not None
 
 
 @pytest.mark.parametrize("name, plan, admitted", [

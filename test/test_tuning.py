@@ -189,6 +189,9 @@ def test_set_up_merges_an_adapter_once_per_adapter(tmp_path, monkeypatch):
     (tmp_path / "other-base").symlink_to(base)  # another base model, by its folder's name
     onto = prepare_tuned_model(log=lambda _: None, adapter=first, target=tmp_path / "c", base=tmp_path / "other-base")
     assert tuning_manifest(onto)["base_model"] == "other-base"
+    (first / "training.json").write_text(json.dumps({"skill_sets": ["minispec_arm"], "base_model": "other-base"}))
+    with pytest.raises(ValueError, match="was tuned from other-base, not smollm2-135m-instruct"):
+        prepare_tuned_model(log=lambda _: None, adapter=first, target=tmp_path / "d")
 
 
 def test_a_batch_with_shared_prefixes_learns_exactly_what_the_whole_chats_teach():
@@ -299,21 +302,55 @@ def test_another_base_model_is_tuned_into_a_folder_of_its_own(tmp_path):
         args.func(args)
 
 
-class _Vocabulary:
-    def __init__(self, *tokens):
-        self.tokens = {t: i for i, t in enumerate(tokens)}
+def test_tune_model_tunes_and_merges_onto_the_base_model_it_is_given(tmp_path, monkeypatch):
+    import argparse
 
-    def get_vocab(self):
-        return self.tokens
+    import llm_planner.engine.models as models
+    import llm_planner.tuning.train as train
+    from llm_planner.commands.tuning import add_parser
+
+    seen = {}
+
+    def tune(base, rows, out, settings, **kwargs):
+        seen["tuned"] = base
+        return {"steps": 1, "tokens": 1, "minutes": 0.0, "final_loss": 0.0}
+
+    def merge(adapter, target, base):
+        seen["merged"] = base
+        return target
+
+    monkeypatch.setattr(train, "tune", tune)
+    monkeypatch.setattr(models, "prepare_tuned_model", merge)
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    (tmp_path / "config.json").write_text("{}")
+    args = parser.parse_args(["tune-model", "--base-model", str(tmp_path), "-o", str(tmp_path / "a"), "--limit", "2"])
+    assert args.func(args) == 0
+    assert seen == {"tuned": tmp_path, "merged": tmp_path}
 
 
-def test_an_answer_ends_at_the_base_models_own_end_of_turn():
+class _ChatTokenizer:
+    """A tokenizer's chat template, as text, and its special tokens' ids."""
+
+    def __init__(self, turn: str, end: str, tokens: list[str]):
+        self.turn, self.end, self.tokens = turn, end, tokens
+
+    def apply_chat_template(self, chat, tokenize):
+        return "".join(self.turn.format(m["role"], m["content"]) + self.end for m in chat)
+
+    def convert_tokens_to_ids(self, token):
+        return self.tokens.index(token)
+
+
+def test_an_answer_ends_at_the_token_the_base_models_template_writes():
     from llm_planner.tuning.train import end_of_turn
 
-    assert end_of_turn(_Vocabulary("<s>", "<|im_start|>", "<|im_end|>")) == 2  # SmolLM2
-    assert end_of_turn(_Vocabulary("<bos>", "<start_of_turn>", "<end_of_turn>", "<eos>")) == 2  # Gemma
-    with pytest.raises(ValueError, match="none of the end-of-turn tokens"):
-        end_of_turn(_Vocabulary("<s>", "</s>"))
+    smollm2 = _ChatTokenizer("<|im_start|>{}\n{}", "<|im_end|>\n", ["<|im_start|>", "<|im_end|>"])
+    gemma = _ChatTokenizer("<start_of_turn>{}\n{}", "<end_of_turn>\n", ["<|im_end|>", "<bos>", "<end_of_turn>"])
+    assert end_of_turn(smollm2) == 1
+    assert end_of_turn(gemma) == 2  # the one its template writes, though both are known
+    with pytest.raises(ValueError, match="ends an answer with none of"):
+        end_of_turn(_ChatTokenizer("<s>{}: {}", "</s>", ["<s>", "</s>"]))
 
 
 def test_averaged_adapters_hold_the_mean_of_each_weight_and_say_where_it_came_from(tmp_path):

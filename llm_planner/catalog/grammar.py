@@ -15,9 +15,10 @@ Two grammars per skill set:
   complete statement. Repeating a statement over and over is bounded by the constraint's
   repeat guard (catalog/statements.py): a grammar cannot count.
   A task narrows its plan grammar (`TaskScope`): with a scene, an action names one of the
-  scene's objects, and a search or a query (and a conditional's body on one) may also name a
-  word group of the instruction, but a query that an action's argument reads
-  (`move_to(object_x('cup'), ...)`) names a scene object. An error follow-up opens with a
+  scene's objects, and a search or a query (in MiniSpec, and a conditional's body on one) may
+  also name a word group of the instruction. In Python a query that an action's argument reads
+  (`move_to(object_x('cup'), ...)`) names a scene object (an action's argument is a query or a
+  literal, never another action, with or without a scene). An error follow-up opens with a
   plain action, never a block, and where the alert places a hazard or tells of one close by,
   that action moves neither toward it nor toward any object (catalog/hazards.py).
 
@@ -132,7 +133,8 @@ _SCOPES = {
 
 # Objects a plan may name. Without a scene: any short quoted name (at most three words). With one
 # (`TaskScope`): an action names one of the scene's objects; a search or a query (`qobj`) may
-# also name a word group of the task, which the scene may not list yet.
+# also name a word group of the task, which the scene may not list yet, unless an action's
+# argument reads the query (`located`).
 _ANY_OBJECT = r"""obj ::= "'" word (" " word){0,2} "'"
 qobj ::= obj
 word ::= [^'"\n (){}\[\];,]{1,16}
@@ -319,7 +321,8 @@ def _grammar(skill_set: SkillSet, plan: bool, alert: bool = False, unsafe_first:
             rules.append(f"act{scope} ::= " + " | ".join(acts))
             if syntax == "python":
                 queries = [_call_alternative(s, syntax, plan, scope, located=True) for s in skills if s.kind == "query"]
-                rules.append(f"located{scope} ::= " + " | ".join(queries))
+                # A safety gate may leave no query: then an action's argument is a literal.
+                rules.append(f"located{scope} ::= " + (" | ".join(queries) or "number"))
     if plan and alert:
         safe = [s for s in skills if s.kind == "action" and s.moves not in unsafe_first]
         # A safety gate may leave no such action: then the gate's own check is what stops a move.

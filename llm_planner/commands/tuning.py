@@ -1,6 +1,6 @@
 """`llm-planner corpus`, `llm-planner tune-model` and `llm-planner average-adapters`: write the
-tuning corpus, fine-tune the bundled model on its tuning part into a LoRA adapter, and average
-adapters into one."""
+tuning corpus, fine-tune the bundled model (or another base model) on its tuning part into a
+LoRA adapter, and average adapters into one."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ def add_parser(sub) -> None:
     p.add_argument("--per-template", type=int, default=50, help="tasks per template and skill set")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_corpus)
-    p = sub.add_parser("tune-model", help="fine-tune the bundled model (LoRA) on the corpus's tuning part")
+    p = sub.add_parser(
+        "tune-model", help="fine-tune the bundled model (or --base-model) with LoRA on the corpus's tuning part"
+    )
     p.add_argument(
         "--corpus",
         action="append",
@@ -94,7 +96,7 @@ def cmd_tune_model(args: argparse.Namespace) -> int:
 
     base = resolve_model(args.base_model) if args.base_model else prepare_default_model()
     out = Path(args.output) if args.output else adapter_dir()
-    if args.base_model and out == adapter_dir():
+    if args.base_model and out.resolve() == adapter_dir().resolve():
         raise ValueError("--base-model: give -o; the bundled adapter is tuned from the bundled base model")
     if torch.cuda.is_available():
         device, bf16, where = "cuda", torch.cuda.is_bf16_supported(), torch.cuda.get_device_name()
@@ -147,7 +149,7 @@ def _merge(out: Path, base: Path | None = None) -> None:
     `base` (default: the bundled base model)."""
     from llm_planner.engine.models import adapter_dir, prepare_tuned_model
 
-    if out == adapter_dir():
+    if out.resolve() == adapter_dir().resolve():
         print(f"tuned model: {prepare_tuned_model()}")
         return
     merged = prepare_tuned_model(adapter=out, target=out / "model", base=base)

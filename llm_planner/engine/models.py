@@ -84,6 +84,11 @@ def prepare_tuned_model(
     if not (adapter / "adapter_model.safetensors").is_file():
         raise FileNotFoundError(f"no tuned adapter in {adapter}: `llm-planner tune-model` trains one")
     digest = _adapter_digest(adapter)
+    base = base or default_model_dir()
+    training = json.loads((adapter / "training.json").read_text())
+    tuned_from = training.get("base_model")
+    if tuned_from and tuned_from != base.name:
+        raise ValueError(f"{adapter} was tuned from {tuned_from}, not {base.name}: merge it onto that model")
     target = target or cache_dir() / "models" / TUNED_MODEL
     manifest = tuning_manifest(target)
     if manifest and manifest.get("adapter_sha256") == digest:
@@ -92,7 +97,8 @@ def prepare_tuned_model(
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    base = base or prepare_default_model(log)
+    if base == default_model_dir():
+        base = prepare_default_model(log)
     log(f"merging the tuned adapter {adapter} into {target} (once per adapter)")
     tmp = target.with_name(target.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -100,7 +106,6 @@ def prepare_tuned_model(
     merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
     merged.to(torch.bfloat16).save_pretrained(str(tmp))
     AutoTokenizer.from_pretrained(str(base)).save_pretrained(str(tmp))
-    training = json.loads((adapter / "training.json").read_text())
     (tmp / TUNING_MANIFEST).write_text(
         json.dumps({"base_model": base.name, "skill_sets": training["skill_sets"], "adapter_sha256": digest}, indent=1)
         + "\n"

@@ -56,11 +56,14 @@ END_OF_TURN = ("<|im_end|>", "<end_of_turn>")
 
 
 def end_of_turn(tokenizer) -> int:
-    vocabulary = tokenizer.get_vocab()
+    """The token the tokenizer's chat template ends an answer with."""
+    chat = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
+    text = tokenizer.apply_chat_template(chat, tokenize=False)
+    answer = text[text.rindex("y") :]
     for token in END_OF_TURN:
-        if token in vocabulary:
-            return vocabulary[token]
-    raise ValueError(f"the tokenizer knows none of the end-of-turn tokens {', '.join(END_OF_TURN)}")
+        if token in answer:
+            return tokenizer.convert_tokens_to_ids(token)
+    raise ValueError(f"the chat template ends an answer with none of {', '.join(END_OF_TURN)}")
 
 
 def encode_example(tokenizer, row: CorpusRow, max_tokens: int, end: int | None = None) -> tuple[list[int], list[int]]:

