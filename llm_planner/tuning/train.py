@@ -68,7 +68,7 @@ def end_of_turn(tokenizer) -> int:
 
 def encode_example(tokenizer, row: CorpusRow, max_tokens: int, end: int | None = None) -> tuple[list[int], list[int]]:
     """Token ids of the whole chat and the labels: -100 (not learned) over the prompt. `end`:
-    the end-of-turn token (found in the tokenizer if not given)."""
+    the end-of-turn token (read from the chat template if not given)."""
     prompt = tokenizer.apply_chat_template(chat_messages(row, False), add_generation_prompt=True, tokenize=False)
     full = tokenizer.apply_chat_template(chat_messages(row), tokenize=False)
     prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
