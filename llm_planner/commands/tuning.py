@@ -128,7 +128,7 @@ def cmd_tune_model(args: argparse.Namespace) -> int:
         f"loss {result['final_loss']}"
     )
     if not args.no_merge:
-        _merge(out, base if args.base_model else None)
+        _merge(out, base)
     return 0
 
 

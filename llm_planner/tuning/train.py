@@ -66,16 +66,15 @@ def end_of_turn(tokenizer) -> int:
     raise ValueError(f"the chat template ends an answer with none of {', '.join(END_OF_TURN)}")
 
 
-def encode_example(tokenizer, row: CorpusRow, max_tokens: int, end: int | None = None) -> tuple[list[int], list[int]]:
+def encode_example(tokenizer, row: CorpusRow, max_tokens: int, end: int) -> tuple[list[int], list[int]]:
     """Token ids of the whole chat and the labels: -100 (not learned) over the prompt. `end`:
-    the end-of-turn token (read from the chat template if not given)."""
+    the end-of-turn token (`end_of_turn`)."""
     prompt = tokenizer.apply_chat_template(chat_messages(row, False), add_generation_prompt=True, tokenize=False)
     full = tokenizer.apply_chat_template(chat_messages(row), tokenize=False)
     prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
     ids = tokenizer.encode(full, add_special_tokens=False)
     if ids[: len(prompt_ids)] != prompt_ids:
         raise ValueError(f"{row.id}: the chat template does not extend the prompt with the answer")
-    end = end_of_turn(tokenizer) if end is None else end
     answer_end = ids.index(end, len(prompt_ids)) + 1 if end in ids[len(prompt_ids) :] else len(ids)
     ids = ids[: min(answer_end, max_tokens)]
     labels = [-100] * len(prompt_ids) + ids[len(prompt_ids) :]
