@@ -285,6 +285,45 @@ def test_tune_model_reads_every_corpus_it_is_given(tmp_path):
         args.func(args)
 
 
+def test_a_quick_try_tunes_on_rows_drawn_across_the_templates(tmp_path, monkeypatch):
+    """--limit N draws N tuning rows at random with the seed, not the first N of the file
+    (a corpus lists its rows template by template)."""
+    import argparse
+
+    import llm_planner.engine.models as models
+    import llm_planner.tuning.train as train
+    from llm_planner.commands.tuning import add_parser
+
+    drawn = []
+
+    def tune(base, rows, out, settings, **kwargs):
+        drawn.append([r.id for r in rows])
+        return {"steps": 1, "tokens": 1, "minutes": 0.0, "final_loss": 0.0}
+
+    monkeypatch.setattr(train, "tune", tune)
+    monkeypatch.setattr(models, "prepare_tuned_model", lambda adapter, target, base: target)
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    (tmp_path / "config.json").write_text("{}")
+    tuning = [r for r in load_corpus(CORPUS) if r.split == "tune"]
+
+    def try_with(*options):
+        argv = ["tune-model", "--base-model", str(tmp_path), "-o", str(tmp_path / "a"), "--limit", "40", *options]
+        args = parser.parse_args(argv)
+        assert args.func(args) == 0
+        return drawn[-1]
+
+    first = try_with()
+    assert len(first) == 40 and len(set(first)) == 40
+    templates = {r.id: r.template for r in tuning}
+    assert len({templates[t] for t in first}) > len({r.template for r in tuning[:40]})
+    assert try_with() == first  # the same seed draws the same rows
+    assert try_with("--seed", "1") != first
+    with pytest.raises(ValueError, match="--limit 0: give at least 1 row"):
+        args = parser.parse_args(["tune-model", "--base-model", str(tmp_path), "-o", str(tmp_path / "a"), "--limit", "0"])
+        args.func(args)
+
+
 def test_another_base_model_is_tuned_into_a_folder_of_its_own(tmp_path):
     """--base-model takes a model folder; the bundled adapter stays the bundled base model's."""
     import argparse

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 from pathlib import Path
 
 from llm_planner.settings.paths import data_path
@@ -32,7 +33,9 @@ def add_parser(sub) -> None:
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--rank", type=int, default=8)
     p.add_argument("--seed", type=int, default=0, help="LoRA initialisation and batch order")
-    p.add_argument("--limit", type=int, help="only the first N tuning rows (a quick try)")
+    p.add_argument(
+        "--limit", type=int, help="only N tuning rows, drawn at random with --seed across every template (a quick try)"
+    )
     p.add_argument(
         "--from",
         dest="start_from",
@@ -86,10 +89,13 @@ def cmd_tune_model(args: argparse.Namespace) -> int:
     from llm_planner.tuning.corpus import load_corpus
     from llm_planner.tuning.train import TuneSettings, tune
 
+    if args.limit is not None and args.limit < 1:
+        raise ValueError(f"--limit {args.limit}: give at least 1 row")
     corpora = args.corpus or [str(CORPUS)]
     rows = [r for corpus in corpora for r in load_corpus(corpus) if r.split == "tune"]
     if args.limit:
-        rows = rows[: args.limit]
+        # a corpus lists its rows template by template: the first N would cover only a few
+        rows = random.Random(args.seed).sample(rows, min(args.limit, len(rows)))
     if not rows:
         raise ValueError(f"{', '.join(corpora)}: no rows of the tuning split")
     import torch
