@@ -5,7 +5,7 @@ import random
 import pytest
 
 from llm_planner.catalog.grammar import TaskScope, check_plan
-from llm_planner.catalog.hazards import alert_account, hazard_directions, unsafe_first_moves
+from llm_planner.catalog.hazards import alert_account, hazard_directions, is_warning, unsafe_first_moves
 from llm_planner.catalog.skills import load_skill_set
 
 
@@ -63,6 +63,36 @@ def test_the_account_leaves_out_plans_and_history():
     account = alert_account(text)
     assert "ml(50)" not in account and "mf(80)" not in account and "dark" in account
     assert alert_account("ALERT: a wall is ahead. Then fly left.") == "a wall is ahead."
+
+
+@pytest.mark.parametrize(
+    "text, unsafe",
+    [
+        ("Scene: [sprinkler]. Problem: the sprinkler is only 10 cm above your props. Come down 30 cm.", ("up",)),
+        ("Scene: [stove]. oops, you're right over the hot stove. go up and away, now", ("down",)),
+        ("Scene: [dog]. Look out! a dog is below you. Climb 1 m, then take a photo.", ("down",)),
+        ("Scene: [person]. Stop - a person is approaching you! Back off.", ()),
+        ("Scene: [cup]. The cup is on your left. Fly to it.", None),  # where a thing is: no warning
+        ("Scene: [cup]. Careful: put the cup in the box on your left.", None),  # a warning word, no hazard
+        ("Scene: [window]. Stop at the window on your left.", None),  # "stop" the verb
+        ("Scene: [lamp]. Hey robot, fly to the lamp above you.", None),  # a greeting, not a warning
+    ],
+)
+def test_a_warning_in_plain_words_is_an_alert_where_it_places_a_hazard(text, unsafe):
+    assert is_warning(text) is (unsafe is not None)
+    scope = TaskScope.of_task(text)
+    assert scope.alert is (unsafe is not None)
+    assert scope.unsafe_first == ((*unsafe, "toward") if unsafe is not None else ())
+    assert not TaskScope.of_task(text, hazards=False).alert  # the rule off: a task like any other
+
+
+def test_a_warnings_first_move_is_not_into_its_hazard():
+    drone = load_skill_set("minispec_drone")
+    warning = "Scene: [office, sprinkler, desk]. Problem: the sprinkler is only 10 cm above your props. Come down."
+    assert check_plan(drone, "md(30);", strict=True, scope=TaskScope.of_task(warning)) is None
+    assert check_plan(drone, "mu(100);md(30);", strict=True, scope=TaskScope.of_task(warning)) is not None
+    calm = warning.replace("Problem: ", "")
+    assert check_plan(drone, "mu(100);md(30);", strict=True, scope=TaskScope.of_task(calm)) is None
 
 
 DRONE_TASK = "ALERT: a wall is 25 cm in front of you. Scene: [wall, poster]. Get clear of it."

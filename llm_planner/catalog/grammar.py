@@ -40,7 +40,7 @@ import re
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from llm_planner.catalog.hazards import unsafe_first_moves
+from llm_planner.catalog.hazards import is_warning, unsafe_first_moves
 from llm_planner.catalog.scene import parse_task_text
 from llm_planner.catalog.skills import Skill, SkillSet, expand_regex
 
@@ -365,10 +365,11 @@ class TaskScope:
 
     @classmethod
     def of_task(cls, task_text: str, hazards: bool = True) -> TaskScope:
-        """`hazards`: an alert's first action avoids what its account says of its hazard."""
+        """`hazards`: an alert's first action avoids what its account says of its hazard, and a
+        warning in plain words that places one is an alert (catalog/hazards.py)."""
         task = parse_task_text(task_text)
         objects = tuple(dict.fromkeys(n for n in task.object_names if _quotable(n)))
-        alert = task.error_follow_up
+        alert = task.error_follow_up or (hazards and is_warning(task_text))
         unsafe = unsafe_first_moves(task_text) if alert and hazards else ()
         return cls(objects, word_groups(task.instruction) if objects else (), alert, unsafe)
 

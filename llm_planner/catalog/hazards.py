@@ -11,6 +11,12 @@ way is not known, and the model tends to fly to what the alert warns of. Staying
 report, turn) stays allowed. Later statements may move any way: a recovery often resumes the
 old course.
 
+A warning in plain words is an alert too where it opens with a word of warning ("Careful:",
+"Watch out,", "Oops") and its first sentence after that, a statement, places a hazard or
+tells of one close by ("Look out! a dog is below you. Climb 1 m."). A text that only says where
+something is ("The cup is on your left. Fly to it.") or asks for something after the word
+("Careful: put it on your left.") is a task, not a warning.
+
 Only the account is read, not the request after it ("...ahead. Fly ahead once it is gone."),
 and only phrases that place something relative to the robot: "right below you" is below,
 not right; "the cat left" is no direction. Where the robot is the subject ("you are 20 cm
@@ -58,6 +64,14 @@ _HISTORY = re.compile(
 )
 _CALL = re.compile(r"\b\w+\((?:[^()]|\([^()]*\))*\)")
 _ALERT_SEPARATOR = re.compile(r"^\s*[:!]?\s*")
+# The words a warning in plain words opens with, set off by punctuation ("Stop -", not "Stop at").
+_WARNING_CUE = re.compile(
+    r"^\s*(?:careful|caution|watch out|look out|mind out|danger|warning|heads[- ]up|stop|oops|uh[- ]oh|problem)"
+    r"\s*[:,;!.\-]+\s*",
+    re.IGNORECASE,
+)
+# A warning's account says how things are; a request after the word of warning does not.
+_STATEMENT = re.compile(r"\b(?:is|are|was|were|am)\b|'(?:s|re|m)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _CLAUSE = re.compile(r"[,;:]|\band\b|\bbut\b|(?<=[.!?])\s+", re.IGNORECASE)
 # A clause in which the robot is where it is: "you are 20 cm below the ceiling".
@@ -76,16 +90,38 @@ _ROBOT_PLACE_PATTERNS = {d: re.compile("|".join(p), re.IGNORECASE) for d, p in _
 
 def alert_account(text: str) -> str:
     """The part of an error follow-up (a task's whole text) that says what went wrong: an
-    `ALERT:` text up to its scene list (without one, its first sentence); otherwise the
-    instruction before its execution history. Plans are left out."""
+    `ALERT:` text up to its scene list (without one, its first sentence); a warning in plain
+    words, its first sentence after the word of warning; otherwise the instruction before its
+    execution history. Plans are left out."""
     alert = ALERT_MARK.match(text)
     if alert:
         rest = _ALERT_SEPARATOR.sub("", text[alert.end() :], count=1)
         scene = SCENE_LIST.search(rest)
         account = rest[: scene.start()] if scene else _SENTENCE_END.split(rest, maxsplit=1)[0]
     else:
-        account = _HISTORY.split(parse_task_text(text).instruction, maxsplit=1)[0]
+        task = parse_task_text(text)
+        account = _warning_account(task.instruction) if not task.error_follow_up else None
+        if account is None:
+            account = _HISTORY.split(task.instruction, maxsplit=1)[0]
     return _CALL.sub(" ", account)
+
+
+def _warning_account(instruction: str) -> str | None:
+    cue = _WARNING_CUE.match(instruction)
+    return _SENTENCE_END.split(instruction[cue.end() :], maxsplit=1)[0] if cue else None
+
+
+def is_warning(text: str) -> bool:
+    """Whether a task (its whole text) is a warning in plain words: it opens with a word of
+    warning and its first sentence after it, a statement, places a hazard or tells of one close
+    by."""
+    task = parse_task_text(text)
+    if task.error_follow_up or ALERT_MARK.match(text):
+        return False
+    account = _warning_account(task.instruction)
+    if account is None or not _STATEMENT.search(account):
+        return False
+    return bool(_directions_in(account) or _NEAR.search(account))
 
 
 def hazard_directions(text: str) -> tuple[str, ...]:

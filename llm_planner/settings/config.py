@@ -162,7 +162,8 @@ class VllmConfig(_Strict):
     alert_hazards: bool = Field(
         default=True,
         description="with task_grammar: where an alert places its hazard or tells of one close by, "
-        "its first action moves neither that way nor toward an object (catalog/hazards.py)",
+        "its first action moves neither that way nor toward an object; a warning in plain words "
+        "that places a hazard counts as an alert (catalog/hazards.py)",
     )
     retrieved_examples: int = Field(
         default=0,
