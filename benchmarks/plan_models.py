@@ -7,11 +7,13 @@ alerts that act first. The default model must not be worse than the base on any 
 default (`--model out/adapter/model --base smollm2-135m-planner`). `--dtype float32` runs the
 engine in another CPU class's dtype (greedy plans differ a little between dtypes).
 
-    python benchmarks/plan_models.py [--sets instructions,final_check,heldout] [--model M] [--base M] [--dtype D] [--json F]
+    python benchmarks/plan_models.py [--sets instructions,final_check,blind_check,heldout] [--model M] [--base M]
+        [--dtype D] [--json F]
 
-Sets: `instructions` and `final_check` (config/evaluation/, written apart from the corpus;
-never tuned on) and `heldout` (the held-out part of the narrow corpus beside the bundled
-adapter, config/tuning/adapter/corpus.jsonl; no adapter was tuned on it).
+Sets: `instructions`, `final_check` and `blind_check` (config/evaluation/, written apart from the
+corpus; never tuned on; `blind_check` by a writer who saw only the skill sets) and `heldout`
+(the held-out part of the narrow corpus beside the bundled adapter, config/tuning/adapter/corpus.jsonl;
+no adapter was tuned on it).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import argparse
 
 SETS = {"instructions": ("config/evaluation/instructions.jsonl", None),
         "final_check": ("config/evaluation/final_check.jsonl", None),
+        "blind_check": ("config/evaluation/blind_check.jsonl", None),
         "heldout": ("config/tuning/adapter/corpus.jsonl", "heldout")}
 # figure -> higher is better
 FIGURES = {"valid_rate": True, "truncated_rate": False, "repeated_statement_fraction": False, "task_rate": True,
