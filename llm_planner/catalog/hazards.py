@@ -116,12 +116,10 @@ def is_warning(text: str) -> bool:
     warning and its first sentence after it, a statement, places a hazard or tells of one close
     by."""
     task = parse_task_text(text)
-    if task.error_follow_up or ALERT_MARK.match(text):
+    if task.error_follow_up:  # `ALERT:` or `[E]`: an alert already
         return False
     account = _warning_account(task.instruction)
-    if account is None or not _STATEMENT.search(account):
-        return False
-    return bool(_directions_in(account) or _NEAR.search(account))
+    return account is not None and bool(_STATEMENT.search(account)) and bool(_unsafe_moves(account))
 
 
 def hazard_directions(text: str) -> tuple[str, ...]:
@@ -141,6 +139,9 @@ def unsafe_first_moves(text: str) -> tuple[str, ...]:
     """The ways (`moves` values) a first action must not move: toward each place the follow-up
     (a task's whole text) gives a hazard and, if it tells of one near or coming closer, toward
     any object (which way that goes is not known)."""
-    account = alert_account(text)
+    return _unsafe_moves(alert_account(text))
+
+
+def _unsafe_moves(account: str) -> tuple[str, ...]:
     places = _directions_in(account)
     return (*places, TOWARD) if places or _NEAR.search(account) else ()
