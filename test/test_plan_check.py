@@ -280,3 +280,53 @@ def test_places_in_words_come_from_the_boxes():
                            "height:0.3, tray x:0.5 y:0.5 width:0.1 height:0.1], Task: [A] Take the cup on the left.")
     places = [place_words(o, task.objects) for o in task.objects]
     assert places == [["left", "far", "small"], ["right", "near", "large"], ["centre"]]
+
+
+def test_two_reports_are_paired_task_by_task_with_a_sign_test(tmp_path, capsys):
+    from llm_planner.commands.maintenance import main
+    from llm_planner.lrtrace.plan_bench import format_p, paired, sign_test_p
+
+    assert sign_test_p(0, 0) == 1.0
+    assert sign_test_p(6, 1) == sign_test_p(1, 6) == pytest.approx(2 * (1 + 7) / 2**7)
+    assert sign_test_p(10, 0) == pytest.approx(2 / 2**10) and sign_test_p(3, 3) == 1.0
+    assert format_p(2 / 2**10) == "<0.01" and format_p(0.125) == "0.12"
+
+    def plan(task_id, robot_type, does):
+        return {"id": task_id, "robot_type": robot_type, "does_task": does}
+
+    first = [plan("a", "tello", True), plan("b", "tello", True), plan("c", "tello", False),
+             plan("d", "indy7", False), plan("e", "indy7", None)]
+    second = [plan("e", "indy7", True), plan("d", "indy7", True), plan("c", "tello", False),
+              plan("b", "tello", False), plan("a", "tello", True)]
+    result = paired(first, second)
+    assert {k: result[k] for k in ("both", "only_first", "only_second", "neither")} == {
+        "both": 1, "only_first": 1, "only_second": 1, "neither": 1}  # "e" lists no needs in the first
+    assert result["p"] == 1.0
+    assert result["robot_type"]["tello"] | {"p": None} == {"both": 1, "only_first": 1, "only_second": 0,
+                                                           "neither": 1, "p": None}
+    assert result["robot_type"]["indy7"]["only_second"] == 1
+    with pytest.raises(ValueError, match="different tasks"):
+        paired(first, second[:-1])
+    with pytest.raises(ValueError, match="twice"):
+        paired(first + first[:1], second + second[-1:])
+
+    # the command pairs two saved reports after checking both again
+    def report_of(plans):
+        rows = [{"id": "tello/1", "robot_type": "tello", "task_input": "Scene: [door]. Photograph the door.",
+                 "required_skills": ["tp"], "required_objects": ["door"], "truncated": False, "tokens": 5},
+                {"id": "tello/2", "robot_type": "tello", "task_input": "Scene: [cup]. Go up 50 cm.",
+                 "required_skills": ["mu"], "truncated": False, "tokens": 4}]
+        return {"engine": "vllm", "plans": [row | {"text": text} for row, text in zip(rows, plans)]}
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(report_of(["g('door');tp();", "mu(50);"])))
+    b.write_text(json.dumps(report_of(["g('door');", "mu(50);"])))
+    out = tmp_path / "paired.json"
+    assert main(["plans", str(a), "--recheck", "--compare", str(b), "--json", str(out)]) == 0
+    saved = json.loads(out.read_text())
+    assert saved["task_rate"] == 1.0 and saved["against"]["task_rate"] == 0.5
+    assert {k: saved["paired"][k] for k in ("both", "only_first", "only_second")} == {
+        "both": 1, "only_first": 1, "only_second": 0}
+    assert "only a" in capsys.readouterr().out
+    assert main(["plans", str(a), "--compare", str(b)]) == 2
+    assert "needs --recheck" in capsys.readouterr().err

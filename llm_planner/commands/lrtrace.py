@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 
 from llm_planner.commands import lrtrace_args, lrtrace_explain, lrtrace_live, lrtrace_workloads
+from llm_planner.commands.consoles import stdout
 from llm_planner.commands.lrtrace_shared import (
     console,
     planner_config,
     progress_bar,
-    stdout,
     vllm_engine,
     write_json,
 )

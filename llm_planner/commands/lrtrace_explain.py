@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llm_planner.commands.lrtrace_shared import stdout
+from llm_planner.commands.consoles import stdout
 from llm_planner.domain.decisions import read_decisions
 from llm_planner.lrtrace.explain import describe, describe_late, late_tasks, timeline
 from llm_planner.view.channels import read_view_recording

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from llm_planner.commands import lrtrace_args
+from llm_planner.commands.consoles import stdout
 from llm_planner.commands.lrtrace_shared import (
     console,
     planner_config,
     progress_bar,
-    stdout,
     vllm_engine,
     write_json,
 )

@@ -1,10 +1,9 @@
-"""What the `lrtrace` commands share: the consoles, the progress bar, the planner config with
+"""What the `lrtrace` commands share: the progress console and bar, the planner config with
 the command line's overrides, the shared real engine, the JSON output."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -13,11 +12,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from llm_planner.settings.config import load_planner_config
 
 console = Console(stderr=True)
-
-
-def stdout() -> Console:
-    # Piped output (CI logs, files) gets wide lines instead of 80-column wrapping.
-    return Console() if sys.stdout.isatty() else Console(width=150)
 
 
 def progress_bar(quiet: bool) -> Progress:

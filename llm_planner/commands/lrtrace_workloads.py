@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llm_planner.commands.lrtrace_shared import planner_config, stdout
+from llm_planner.commands.consoles import stdout
+from llm_planner.commands.lrtrace_shared import planner_config
 from llm_planner.lrtrace.composer import compose_preset, list_presets, load_preset, mean_exec_times, preset_traces
 from llm_planner.lrtrace.formats import FormatError, save
 from llm_planner.lrtrace.load import load_traces, load_workload

@@ -13,9 +13,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from llm_planner.catalog.skills import SkillSet, load_skill_set
+from llm_planner.commands.consoles import stdout
 from llm_planner.domain.clock import VirtualClock, WallClock
 from llm_planner.engine.factory import make_sim_engine, make_vllm_engine
-from llm_planner.lrtrace.plan_bench import PlanRun, generate_plans, recheck, report
+from llm_planner.lrtrace.plan_bench import PlanRun, format_p, generate_plans, paired, recheck, report
 from llm_planner.lrtrace.task_list import PlanTask, load_plan_tasks
 from llm_planner.planning.retrieval import examples_for
 from llm_planner.settings.config import VllmConfig, load_planner_config
@@ -85,7 +86,14 @@ def add_parser(sub) -> None:
         "--against",
         metavar="MODEL",
         help="--engine vllm: also generate every plan with this model (e.g. smollm2-135m-instruct, the "
-        "tuned model's base) and show both plans of each task side by side",
+        "tuned model's base), show both plans of each task side by side, and count the tasks only one "
+        "of them does (with a sign test)",
+    )
+    p.add_argument(
+        "--compare",
+        metavar="REPORT",
+        help="with --recheck: also check this earlier report of the same tasks again and pair the two "
+        "task by task, as --against does",
     )
     p.add_argument("--markdown", help="with --against: write the side-by-side table here")
     p.add_argument("--json", help="write the report here (with --against, the other model's under 'against')")
@@ -96,6 +104,8 @@ def cmd_plans(args: argparse.Namespace) -> int:
     config = load_planner_config(args.config)
     if args.recheck:
         return _recheck(args, config)
+    if args.compare:
+        raise ValueError("--compare pairs two earlier reports: it needs --recheck (--against generates)")
     tasks = load_plan_tasks(args.tasks)
     if args.split:
         tasks = [t for t in tasks if t.split == args.split]
@@ -134,9 +144,11 @@ def cmd_plans(args: argparse.Namespace) -> int:
     if args.against:
         other, _ = generate_on_engine(config, engine_name, args.against, tasks)
         result["against"] = {"model": args.against, **report(other)}
-        Console().print(summary_table(result["against"], f"{args.against}: the same {len(other)} tasks"))
+        result["paired"] = paired(result["plans"], result["against"]["plans"])
+        stdout().print(summary_table(result["against"], f"{args.against}: the same {len(other)} tasks"))
+        stdout().print(paired_table(result["paired"], model, args.against))
         if len(tasks) <= SIDE_BY_SIDE_ROWS:
-            Console().print(side_by_side(tasks, {model: runs, args.against: other}))
+            stdout().print(side_by_side(tasks, {model: runs, args.against: other}))
         if args.markdown:
             Path(args.markdown).write_text(markdown_table(tasks, {model: runs, args.against: other}))
     _show(
@@ -235,31 +247,41 @@ def _skill_sets(config, robot_types: set[str]) -> dict[str, SkillSet]:
 
 
 def _recheck(args: argparse.Namespace, config) -> int:
-    try:
-        earlier = json.loads(Path(args.tasks).read_text())
-        plans = earlier["plans"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{args.tasks}: not a report of `llm-planner plans --json` ({exc})") from None
-    if args.split:
-        plans = [p for p in plans if p.get("split") == args.split]
-    runs = recheck(plans, _skill_sets(config, {p["robot_type"] for p in plans}))
-    result = {
-        **{k: earlier.get(k) for k in ("engine", "max_tokens", "constrained", "task_file")},
-        "rechecked_from": str(args.tasks),
-        **report(runs),
-    }
-    _show(result, args.json, f"{len(runs)} plans of {args.tasks}, checked again")
+    result = _rechecked(args.tasks, args.split, config)
+    if args.compare:
+        other = _rechecked(args.compare, args.split, config)
+        result["against"] = other
+        result["paired"] = paired(result["plans"], other["plans"])
+        stdout().print(summary_table(other, f"{other['tasks']} plans of {args.compare}, checked again"))
+        stdout().print(paired_table(result["paired"], Path(args.tasks).stem, Path(args.compare).stem))
+    _show(result, args.json, f"{result['tasks']} plans of {args.tasks}, checked again")
     return 0
 
 
+def _rechecked(path: str, split: str | None, config) -> dict:
+    try:
+        earlier = json.loads(Path(path).read_text())
+        plans = earlier["plans"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a report of `llm-planner plans --json` ({exc})") from None
+    if split:
+        plans = [p for p in plans if p.get("split") == split]
+    runs = recheck(plans, _skill_sets(config, {p["robot_type"] for p in plans}))
+    return {
+        **{k: earlier.get(k) for k in ("engine", "model", "max_tokens", "constrained", "task_file")},
+        "rechecked_from": str(path),
+        **report(runs),
+    }
+
+
 def _show(result: dict, json_path: str | None, title: str) -> None:
-    Console().print(summary_table(result, title))
+    stdout().print(summary_table(result, title))
     if result["problems"]:
-        Console().print("why plans are not valid: " + ", ".join(f"{k} ({v})" for k, v in result["problems"].items()))
+        stdout().print("why plans are not valid: " + ", ".join(f"{k} ({v})" for k, v in result["problems"].items()))
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(result, indent=1) + "\n")
-        Console().print(f"wrote {json_path}")
+        stdout().print(f"wrote {json_path}")
 
 
 def summary_table(result: dict, title: str) -> Table:
@@ -280,4 +302,20 @@ def summary_table(result: dict, title: str) -> Table:
     for name, summary in rows:
         cells = ("-" if summary.get(key) is None else fmt.format(summary[key]) for key, _, fmt in _COLUMNS)
         table.add_row(name, *cells)
+    return table
+
+
+def paired_table(pairing: dict, first: str, second: str) -> Table:
+    """`plan_bench.paired` as a table: per robot type, the tasks each model alone does."""
+    table = Table(
+        title=f"tasks one model does and the other does not: {escape(first)} against {escape(second)}",
+        caption="p: two-sided sign test on the tasks only one model does; a split as uneven as this one "
+        "comes by chance with probability p when the two are equally good",
+    )
+    for header in ("tasks of", "both do", f"only {first}", f"only {second}", "neither", "p"):
+        table.add_column(escape(header), justify="left" if header == "tasks of" else "right")
+    for name, row in [("all", pairing)] + list(pairing["robot_type"].items()):
+        table.add_row(
+            name, *(str(row[k]) for k in ("both", "only_first", "only_second", "neither")), format_p(row["p"])
+        )
     return table

@@ -6,6 +6,7 @@ and name, whether the plan does the task (`task_check`)."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -227,3 +228,48 @@ def report(runs: list[PlanRun]) -> dict:
         "robot_type": {name: summarize(group) for name, group in sorted(by_robot.items())},
         "plans": [r.as_json() for r in runs],
     }
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """Two-sided exact sign test: how likely a split of the discordant pairs at least this
+    uneven is when either model is as likely to win each (ties left out)."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def format_p(p: float) -> str:
+    return "<0.01" if p < 0.01 else f"{p:.2f}"
+
+
+def paired(plans: list[dict], other: list[dict]) -> dict:
+    """Two reports' plans of the same tasks (their `plans` lists), task by task: how many tasks
+    both do, only the first does, only the second does, neither does, and the sign test's p of
+    that split; for all tasks and per robot type. A difference of a few tasks on a few dozen is
+    often chance: a small p says it is not."""
+    ids = [p["id"] for p in plans]
+    others = {p["id"]: p for p in other}
+    if len(set(ids)) != len(ids) or len(others) != len(other):
+        raise ValueError("a report to pair names a task twice")
+    if set(ids) != set(others):
+        unmatched = sorted(set(ids) ^ set(others))
+        raise ValueError(f"the two reports hold different tasks ({len(unmatched)} unmatched, e.g. {unmatched[0]})")
+    total: Counter = Counter()
+    per_robot: dict[str, Counter] = {}
+    for plan in plans:
+        first, second = plan["does_task"], others[plan["id"]]["does_task"]
+        if first is None or second is None:  # the task lists no needs
+            continue
+        outcome = {(True, True): "both", (True, False): "only_first", (False, True): "only_second"}.get(
+            (first, second), "neither"
+        )
+        total[outcome] += 1
+        per_robot.setdefault(plan["robot_type"], Counter())[outcome] += 1
+    return {**_paired_row(total), "robot_type": {name: _paired_row(c) for name, c in sorted(per_robot.items())}}
+
+
+def _paired_row(counts: Counter) -> dict:
+    outcomes = {k: counts[k] for k in ("both", "only_first", "only_second", "neither")}
+    return outcomes | {"p": sign_test_p(counts["only_first"], counts["only_second"])}
