@@ -96,7 +96,11 @@ def add_parser(sub) -> None:
         "task by task, as --against does",
     )
     p.add_argument("--markdown", help="with --against: write the side-by-side table here")
-    p.add_argument("--json", help="write the report here (with --against, the other model's under 'against')")
+    p.add_argument(
+        "--json",
+        help="write the report here (with --against or --compare, the other's under 'against' and the "
+        "pairing under 'paired')",
+    )
     p.set_defaults(func=cmd_plans)
 
 
