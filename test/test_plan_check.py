@@ -71,7 +71,21 @@ def test_scene_of_the_project_style_and_alerts():
     ("minispec_arm", "d(2.5);g('bolt');", False, []),
     ("minispec_arm", "_1=iv('bolt');?_1==True{g('bolt')};", False, []),
     ("python_arm", "for obj in ['bolt', 'spoon']:\n    take(obj)\n", False,
-     ["names what the scene and task do not: 'spoon'"]),
+     ["grasps while the gripper holds an object: take(obj)", "names what the scene and task do not: 'spoon'"]),
+    # the gripper holds one object: a second grasp needs a release between them
+    ("minispec_arm", "g('bolt');pk('bolt');g('nut');pk('nut');g('bin');dr('bin');", False,
+     ["grasps while the gripper holds an object: pk('nut')"]),
+    ("minispec_arm", "g('bolt');pk('bolt');g('bin');dr('bin');g('nut');pk('nut');", False, []),
+    ("minispec_arm", "2{g('bolt');pk('bolt')};", False, ["grasps while the gripper holds an object: pk('bolt')"]),
+    ("minispec_arm", "2{g('bolt');pk('bolt');g('bin');dr('bin')};l('pk(1) done');", False, []),
+    ("minispec_arm", "?iv('bolt')==True{g('bolt');pk('bolt')};g('nut');pk('nut');", False, []),  # held or not
+    ("python_arm", "take('bolt')\nmove_to(0.5, 0.5)\ntake('nut')\n", False,
+     ["grasps while the gripper holds an object: take('nut')"]),
+    ("python_arm", "if is_holding():\n    drop('bin')\ntake('nut')\n", False, []),
+    ("python_arm", "if not is_holding():\n    take('bolt')\ntake('nut')\n", False,
+     ["grasps while the gripper holds an object: take('nut')"]),
+    ("python_arm", "if object_x('bolt') > 0:\n    take('bolt')\nelse:\n    take('nut')\ndrop('bin')\n", False, []),
+    ("python_arm", "for obj in ['bolt', 'nut']:\n    take(obj)\n    drop('bin')\n", False, []),
     ("python_arm", "move_to(0.21, 0.33)\ntake('bolt')\nmove_to(object_x('bin'), object_y('bin'))\ndrop('bin')\n",
      False, []),
 ])
@@ -328,5 +342,13 @@ def test_two_reports_are_paired_task_by_task_with_a_sign_test(tmp_path, capsys):
     assert {k: saved["paired"][k] for k in ("both", "only_first", "only_second")} == {
         "both": 1, "only_first": 1, "only_second": 0}
     assert "only a" in capsys.readouterr().out
+    # a report made with --against: both models' plans are judged again and paired
+    both = tmp_path / "both.json"
+    both.write_text(json.dumps(report_of(["g('door');tp();", "mu(50);"])
+                               | {"model": "tuned", "against": report_of(["g('door');", "mu(50);"]) | {"model": "base"}}))
+    assert main(["plans", str(both), "--recheck", "--json", str(out)]) == 0
+    saved = json.loads(out.read_text())
+    assert saved["against"]["task_rate"] == 0.5 and saved["paired"]["only_first"] == 1
+    assert "only base" in capsys.readouterr().out
     assert main(["plans", str(a), "--compare", str(b)]) == 2
     assert "needs --recheck" in capsys.readouterr().err

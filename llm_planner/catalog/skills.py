@@ -66,6 +66,9 @@ class Skill(BaseModel):
     searches: bool = False
     # the way an action moves the robot, if one way or toward its object (alerts: catalog/hazards.py)
     moves: Literal["forward", "backward", "left", "right", "up", "down", "toward"] | None = None
+    # what the skill does with an arm's one-object gripper: grasp, release, or tell whether it
+    # holds something (plans that grasp while holding: planning/gripper.py)
+    gripper: Literal["grasp", "release", "holding"] | None = None
 
     @field_validator("regex")
     @classmethod

@@ -80,7 +80,8 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--recheck",
         action="store_true",
-        help="TASKS is an earlier report: judge its plans again with today's checks (no engine)",
+        help="TASKS is an earlier report: judge its plans again with today's checks (no engine); a report "
+        "made with --against has both models' plans judged again and paired",
     )
     p.add_argument(
         "--against",
@@ -251,23 +252,39 @@ def _skill_sets(config, robot_types: set[str]) -> dict[str, SkillSet]:
 
 
 def _recheck(args: argparse.Namespace, config) -> int:
-    result = _rechecked(args.tasks, args.split, config)
+    """Judge a saved report's plans again; its `against` model's too (a report of --against),
+    or another report's (--compare), paired with them."""
+    earlier = _read_report(args.tasks)
+    result = _rechecked(earlier, args.tasks, args.split, config)
+    other_report, other_name = None, ""
     if args.compare:
-        other = _rechecked(args.compare, args.split, config)
+        other_report, other_name = _read_report(args.compare), Path(args.compare).stem
+    elif isinstance(earlier.get("against"), dict) and "plans" in earlier["against"]:
+        other_report = earlier["against"]
+        other_name = str(other_report.get("model") or "against")
+    if other_report is not None:
+        other = _rechecked(other_report, args.compare or args.tasks, args.split, config)
         result["against"] = other
         result["paired"] = paired(result["plans"], other["plans"])
-        stdout().print(summary_table(other, f"{other['tasks']} plans of {args.compare}, checked again"))
-        stdout().print(paired_table(result["paired"], Path(args.tasks).stem, Path(args.compare).stem))
+        first_name = Path(args.tasks).stem if args.compare else str(result.get("model") or Path(args.tasks).stem)
+        stdout().print(summary_table(other, f"{other['tasks']} plans of {other_name}, checked again"))
+        stdout().print(paired_table(result["paired"], first_name, other_name))
     _show(result, args.json, f"{result['tasks']} plans of {args.tasks}, checked again")
     return 0
 
 
-def _rechecked(path: str, split: str | None, config) -> dict:
+def _read_report(path: str) -> dict:
     try:
         earlier = json.loads(Path(path).read_text())
-        plans = earlier["plans"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a report of `llm-planner plans --json` ({exc})") from None
+    if not isinstance(earlier, dict) or not isinstance(earlier.get("plans"), list):
+        raise ValueError(f"{path}: not a report of `llm-planner plans --json` (no list of plans)")
+    return earlier
+
+
+def _rechecked(earlier: dict, path: str, split: str | None, config) -> dict:
+    plans = earlier["plans"]
     if split:
         plans = [p for p in plans if p.get("split") == split]
     runs = recheck(plans, _skill_sets(config, {p["robot_type"] for p in plans}))

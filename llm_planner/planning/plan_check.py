@@ -2,7 +2,8 @@
 
 A plan is valid when it parses in its skill set's syntax, calls at least one action skill, ended
 before the token limit, reads no variable it never sets, passes numbers within the ranges the
-robot accepts (`min`/`max` in the skill set), and every argument that names an object (a skill
+robot accepts (`min`/`max` in the skill set), never grasps while an arm's one-object gripper
+holds something (planning/gripper.py), and every argument that names an object (a skill
 argument of type `object`) names one of the scene's objects or a word group of the task, where
 the task gives a scene. Positions (numbers, expressions) are always accepted.
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from llm_planner.catalog.grammar import check_plan
 from llm_planner.catalog.scene import parse_task_text
 from llm_planner.catalog.skills import SkillSet, mask_strings
+from llm_planner.planning.gripper import grasps_while_holding
 from llm_planner.planning.segmenter import split_segments
 
 
@@ -66,6 +68,9 @@ def check_generated_plan(skill_set: SkillSet, task_text: str, plan: str, truncat
     unset = _unset_variables(skill_set, plan, tree)
     if unset:
         result.problems.append("reads variables nothing sets: " + ", ".join(unset))
+    held = grasps_while_holding(skill_set, plan, tree)
+    if held:
+        result.problems.append("grasps while the gripper holds an object: " + ", ".join(held))
     task = parse_task_text(task_text)
     if task.objects:
         bound = _python_string_bindings(tree) if tree is not None else {}

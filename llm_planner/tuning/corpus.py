@@ -479,10 +479,25 @@ def _clear(rng, scene, absent):
     return {"p": place}, [("for_each", things, [("pick", VAR), ("place", place)])]
 
 
+def _arm_steps(rng: random.Random, things: list[str], places: list[str], count: int) -> list[tuple[str, list]]:
+    """`count` arm steps of which only the last may leave an object in the gripper: it holds one
+    at a time, so a step that picks must come with an empty gripper."""
+    steps: list[tuple[str, list]] = []
+    holding = False
+    while len(steps) < count:
+        phrase, actions = _arm_step(rng, things, places)
+        if holding and any(a[0] == "pick" for a in actions):
+            continue
+        steps.append((phrase, actions))
+        for action in actions:
+            holding = {"pick": True, "place": False}.get(action[0], holding)
+    return steps
+
+
 def _multi_arm(rng, scene, absent):
     things = [s for s in scene if s not in ARM_PLACES]
     places = [s for s in scene if s in ARM_PLACES]
-    steps = [_arm_step(rng, things, places) for _ in range(rng.choice([2, 3]))]
+    steps = _arm_steps(rng, things, places, rng.choice([2, 3]))
     return {"steps": steps}, _actions(steps)
 
 
@@ -625,7 +640,7 @@ def _after_failure_arm(rng, scene, absent):
     things = [s for s in scene if s not in ARM_PLACES]
     places = [s for s in scene if s in ARM_PLACES]
     failed = rng.choice(["pk('{}')", "g('{}')", "dr('{}')"]).format(rng.choice(scene))
-    steps = [_arm_step(rng, things, places) for _ in range(rng.choice([1, 2]))]
+    steps = _arm_steps(rng, things, places, rng.choice([1, 2]))
     return {"steps": steps, "failure": rng.choice(_FAILURES_ARM).format(call=failed)}, _actions(steps)
 
 
