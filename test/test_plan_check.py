@@ -79,6 +79,8 @@ def test_scene_of_the_project_style_and_alerts():
     ("minispec_arm", "2{g('bolt');pk('bolt')};", False, ["grasps while the gripper holds an object: pk('bolt')"]),
     ("minispec_arm", "2{g('bolt');pk('bolt');g('bin');dr('bin')};l('pk(1) done');", False, []),
     ("minispec_arm", "?iv('bolt')==True{g('bolt');pk('bolt')};g('nut');pk('nut');", False, []),  # held or not
+    ("minispec_arm", "2{g('bolt');pk('bolt')", True, ["cut at the token limit", "plan ends in the middle of a statement",
+                                                 "grasps while the gripper holds an object: pk('bolt')"]),  # left open
     ("python_arm", "take('bolt')\nmove_to(0.5, 0.5)\ntake('nut')\n", False,
      ["grasps while the gripper holds an object: take('nut')"]),
     ("python_arm", "if is_holding():\n    drop('bin')\ntake('nut')\n", False, []),

@@ -52,6 +52,11 @@ class StatementSplitter:
                 self._end(done)
         return done
 
+    @property
+    def unfinished(self) -> str:
+        """The text fed since the last statement ended (e.g. a block left open at the end)."""
+        return "".join(self._current).strip()
+
     def _end(self, done: list[str]) -> None:
         statement = "".join(self._current).strip().rstrip(";").strip()
         self._current.clear()

@@ -14,28 +14,29 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from llm_planner.catalog.skills import SkillSet, mask_strings
+from llm_planner.catalog.statements import StatementSplitter
 
 Holding = bool | None  # None: unknown
 
 
 @dataclass
-class _Block:
+class _Loop:
     body: list[_Item]
-    repeats: int = 1  # a loop's iterations that matter (at most 2)
-    else_body: list[_Item] | None = None
-    conditional: bool = False
-    holding_if_true: Holding = None  # what the condition says of the gripper
+    repeats: int  # the iterations that matter: at most 2
 
 
 @dataclass
-class _Calls:
-    calls: list[tuple[str, str]] = field(default_factory=list)  # (skill abbr, call text), in order
+class _Branch:
+    body: list[_Item]
+    else_body: list[_Item] | None = None
+    holding_if_true: Holding = None  # what the condition says of the gripper
 
 
-_Item = _Block | _Calls
+_Calls = list[tuple[str, str]]  # (skill abbr, call text) of one plain statement, in order
+_Item = _Loop | _Branch | _Calls
 
 
 def grasps_while_holding(skill_set: SkillSet, plan: str, tree: ast.Module | None = None) -> list[str]:
@@ -52,7 +53,7 @@ def grasps_while_holding(skill_set: SkillSet, plan: str, tree: ast.Module | None
                 return []  # the plan check names the syntax error
         items = _python_items(skill_set, plan, tree.body)
     else:
-        items = _minispec_items(skill_set, plan, mask_strings(plan), 0, len(plan))
+        items = _minispec_items(skill_set, plan)
     found: list[str] = []
     _follow(items, None, effects, found)
     return list(dict.fromkeys(found))
@@ -60,16 +61,10 @@ def grasps_while_holding(skill_set: SkillSet, plan: str, tree: ast.Module | None
 
 def _follow(items: list[_Item], state: Holding, effects: Mapping[str, str], found: list[str]) -> Holding:
     for item in items:
-        if isinstance(item, _Calls):
-            for skill, text in item.calls:
-                effect = effects.get(skill)
-                if effect == "grasp":
-                    if state is True:
-                        found.append(text)
-                    state = True
-                elif effect == "release":
-                    state = False
-        elif item.conditional:
+        if isinstance(item, _Loop):
+            for _ in range(item.repeats):
+                state = _follow(item.body, state, effects, found)
+        elif isinstance(item, _Branch):
             start_true = state if item.holding_if_true is None else item.holding_if_true
             start_false = state if item.holding_if_true is None else not item.holding_if_true
             after_true = _follow(item.body, start_true, effects, found)
@@ -78,62 +73,53 @@ def _follow(items: list[_Item], state: Holding, effects: Mapping[str, str], foun
             )
             state = after_true if after_true == after_false else None
         else:
-            for _ in range(item.repeats):
-                state = _follow(item.body, state, effects, found)
+            for skill, text in item:
+                effect = effects.get(skill)
+                if effect == "grasp":
+                    if state is True:
+                        found.append(text)
+                    state = True
+                elif effect == "release":
+                    state = False
     return state
 
 
 def _calls_in(skill_set: SkillSet, text: str) -> _Calls:
-    return _Calls([(c.skill, c.text) for c in skill_set.find_calls(text)])
+    return [(c.skill, c.text) for c in skill_set.find_calls(text)]
 
 
-# MiniSpec: `N{...}` repeats its body N times, `?cond{...}` runs it when cond holds; statements
-# end with ';'. Strings are masked, so braces and ';' inside them do not count.
-_BLOCK_START = re.compile(r"\s*(?:(\d+)|\?([^{;]*))\{")
+# MiniSpec: `N{...}` repeats its body N times, `?cond{...}` runs it when cond holds (a block
+# left open at the end of a cut plan: its body is the rest).
+_MINISPEC_BLOCK = re.compile(r"(?:(\d+)|\?[^{]*)\{(.*?)\}?", re.DOTALL)
 
 
-def _minispec_items(skill_set: SkillSet, plan: str, masked: str, start: int, end: int) -> list[_Item]:
+def _minispec_items(skill_set: SkillSet, text: str) -> list[_Item]:
+    splitter = StatementSplitter("minispec")
+    statements = splitter.feed(text + ";")
+    if splitter.unfinished:
+        statements.append(splitter.unfinished)
     items: list[_Item] = []
-    i = start
-    while i < end:
-        block = _BLOCK_START.match(masked, i, end)
-        if block:
-            close = _closing_brace(masked, block.end() - 1, end)
-            body = _minispec_items(skill_set, plan, masked, block.end(), close)
-            if block.group(1) is not None:
-                items.append(_Block(body, repeats=min(int(block.group(1)), 2)))
-            else:
-                items.append(_Block(body, conditional=True))
-            i = close + 1
+    for statement in statements:
+        block = _MINISPEC_BLOCK.fullmatch(mask_strings(statement))
+        if block is None:
+            items.append(_calls_in(skill_set, statement))
             continue
-        stop = masked.find(";", i, end)
-        stop = end if stop < 0 else stop
-        items.append(_calls_in(skill_set, plan[i:stop]))
-        i = stop + 1
+        body = _minispec_items(skill_set, statement[block.start(2) : block.end(2)])
+        items.append(_Loop(body, min(int(block.group(1)), 2)) if block.group(1) else _Branch(body))
     return items
-
-
-def _closing_brace(masked: str, opening: int, end: int) -> int:
-    depth = 0
-    for i in range(opening, end):
-        depth += {"{": 1, "}": -1}.get(masked[i], 0)
-        if depth == 0:
-            return i
-    return end  # unclosed: the rest of the plan is the body
 
 
 def _python_items(skill_set: SkillSet, plan: str, statements: list[ast.stmt]) -> list[_Item]:
     items: list[_Item] = []
     for node in statements:
         if isinstance(node, ast.For):
-            items.append(_Block(_python_items(skill_set, plan, node.body), repeats=_python_repeats(node.iter)))
+            items.append(_Loop(_python_items(skill_set, plan, node.body), _python_repeats(node.iter)))
         elif isinstance(node, ast.If):
             items.append(
-                _Block(
+                _Branch(
                     _python_items(skill_set, plan, node.body),
-                    else_body=_python_items(skill_set, plan, node.orelse) if node.orelse else None,
-                    conditional=True,
-                    holding_if_true=_holding_if_true(skill_set, node.test),
+                    _python_items(skill_set, plan, node.orelse) if node.orelse else None,
+                    _holding_if_true(skill_set, node.test),
                 )
             )
         else:

@@ -480,8 +480,8 @@ def _clear(rng, scene, absent):
 
 
 def _arm_steps(rng: random.Random, things: list[str], places: list[str], count: int) -> list[tuple[str, list]]:
-    """`count` arm steps of which only the last may leave an object in the gripper: it holds one
-    at a time, so a step that picks must come with an empty gripper."""
+    """`count` arm steps, none of which picks while an earlier one left an object in the
+    gripper (it holds one at a time)."""
     steps: list[tuple[str, list]] = []
     holding = False
     while len(steps) < count:
