@@ -3,8 +3,8 @@ Both models write one plan per task of each set on the real engine (greedy, unde
 plan grammar), in one run, and the table puts them side by side: valid, cut at the token
 limit, repeated statements, does the task (all and per robot type) and, on error follow-ups,
 alerts that act first. The default model must not be worse than the base on any of them. A
-second table pairs the two models' plans task by task: the tasks only one of them does, and how
-likely so uneven a split is by chance (sign test), to tell a real loss from a task or two of noise.
+table per set then pairs the two models' plans task by task: the tasks only one of them does, and
+how likely so uneven a split is by chance (sign test), to tell a real loss from a task or two of noise.
 `--model` checks another model in the default's place, e.g. a candidate adapter against the
 default (`--model out/adapter/model --base smollm2-135m-planner`). `--dtype float32` runs the
 engine in another CPU class's dtype (greedy plans differ a little between dtypes).
@@ -43,8 +43,8 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from llm_planner.commands.plans import generate_on_engine
-    from llm_planner.lrtrace.plan_bench import format_p, paired, report
+    from llm_planner.commands.plans import generate_on_engine, paired_table
+    from llm_planner.lrtrace.plan_bench import paired, report
     from llm_planner.lrtrace.task_list import load_plan_tasks
     from llm_planner.settings.config import load_planner_config
     from llm_planner.testing.bench_result import write_bench_result
@@ -93,16 +93,8 @@ def main() -> None:
     console.print(table)
     console.print(f"{default} is worse than {args.base} on: " + "; ".join(worse) if worse
                   else f"{default} is at least as good as {args.base} on every set, figure and robot type")
-    pair_table = Table(title=f"tasks only one model does: {default} against {args.base}",
-                       caption="p: two-sided sign test on those tasks (a split this uneven comes by chance with "
-                               "probability p when the models are equally good)")
-    for column in ("set", "tasks of", "both do", f"only {default}", f"only {args.base}", "neither", "p"):
-        pair_table.add_column(column)
     for name in names:
-        for group, row in [("all", pairs[name])] + list(pairs[name]["robot_type"].items()):
-            pair_table.add_row(name, group, *(str(row[k]) for k in ("both", "only_first", "only_second", "neither")),
-                               format_p(row["p"]))
-    console.print(pair_table)
+        console.print(paired_table(pairs[name], default, args.base, subject=f"{name}: "))
     ratios = {f"{name}/task_rate default/base": round(figures[f"{name}/{default}"]["task_rate"]
                                                       / max(figures[f"{name}/{args.base}"]["task_rate"], 1e-9), 3)
               for name in names}

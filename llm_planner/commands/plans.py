@@ -148,10 +148,13 @@ def cmd_plans(args: argparse.Namespace) -> int:
     }
     if args.against:
         other, _ = generate_on_engine(config, engine_name, args.against, tasks)
-        result["against"] = {"model": args.against, **report(other)}
-        result["paired"] = paired(result["plans"], result["against"]["plans"])
-        stdout().print(summary_table(result["against"], f"{args.against}: the same {len(other)} tasks"))
-        stdout().print(paired_table(result["paired"], model, args.against))
+        _pair_with(
+            result,
+            {"model": args.against, **report(other)},
+            model,
+            args.against,
+            f"{args.against}: the same {len(other)} tasks",
+        )
         if len(tasks) <= SIDE_BY_SIDE_ROWS:
             stdout().print(side_by_side(tasks, {model: runs, args.against: other}))
         if args.markdown:
@@ -264,13 +267,19 @@ def _recheck(args: argparse.Namespace, config) -> int:
         other_name = str(other_report.get("model") or "against")
     if other_report is not None:
         other = _rechecked(other_report, args.compare or args.tasks, args.split, config)
-        result["against"] = other
-        result["paired"] = paired(result["plans"], other["plans"])
         first_name = Path(args.tasks).stem if args.compare else str(result.get("model") or Path(args.tasks).stem)
-        stdout().print(summary_table(other, f"{other['tasks']} plans of {other_name}, checked again"))
-        stdout().print(paired_table(result["paired"], first_name, other_name))
+        _pair_with(result, other, first_name, other_name, f"{other['tasks']} plans of {other_name}, checked again")
     _show(result, args.json, f"{result['tasks']} plans of {args.tasks}, checked again")
     return 0
+
+
+def _pair_with(result: dict, other: dict, name: str, other_name: str, other_title: str) -> None:
+    """Put the other model's report beside `result` (`against`), pair their plans task by task
+    (`paired`), and show both."""
+    result["against"] = other
+    result["paired"] = paired(result["plans"], other["plans"])
+    stdout().print(summary_table(other, other_title))
+    stdout().print(paired_table(result["paired"], name, other_name))
 
 
 def _read_report(path: str) -> dict:
@@ -326,10 +335,11 @@ def summary_table(result: dict, title: str) -> Table:
     return table
 
 
-def paired_table(pairing: dict, first: str, second: str) -> Table:
-    """`plan_bench.paired` as a table: per robot type, the tasks each model alone does."""
+def paired_table(pairing: dict, first: str, second: str, subject: str = "") -> Table:
+    """`plan_bench.paired` as a table: per robot type, the tasks each model alone does
+    (`subject`: what the tasks are, before the title)."""
     table = Table(
-        title=f"tasks one model does and the other does not: {escape(first)} against {escape(second)}",
+        title=f"{escape(subject)}tasks one model does and the other does not: {escape(first)} against {escape(second)}",
         caption="p: two-sided sign test on the tasks only one model does; a split as uneven as this one "
         "comes by chance with probability p when the two are equally good",
     )
