@@ -99,7 +99,8 @@ def main() -> None:
                                                       / max(figures[f"{name}/{args.base}"]["task_rate"], 1e-9), 3)
               for name in names}
     write_bench_result(args.json, "plan_models", figures, ratios,
-                       notes="does task: calls every required skill and names every required object; alerts act "
+                       notes="does task: calls every required skill, names every required object and never "
+                             "grasps with a full gripper; alerts act "
                              "first: error follow-ups opening with a plain call of a listed safe first skill")
 
 

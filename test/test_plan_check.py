@@ -211,8 +211,24 @@ def test_a_plan_does_the_task_when_it_calls_the_required_skills_on_the_required_
     assert not missed.does_task and missed.missing_skills == ["tc|tu", "tp"] and missed.missing_objects == ["door"]
     assert not check_task(drone, "tc(90);tp();l('door');", TaskNeeds((), ("window",))).does_task
     arm = load_skill_set("python_arm")  # full skill names and objects named in a loop's list count
-    plan = "for obj in ['peach', 'kiwi']:\n    move_to(object_x(obj), object_y(obj))\n    take(obj)\n"
+    plan = "for obj in ['peach', 'kiwi']:\n    move_to(object_x(obj), object_y(obj))\n    take(obj)\n    drop('bowl')\n"
     assert check_task(arm, plan, TaskNeeds(("take", "move_to"), ("peach", "kiwi"))).does_task
+
+
+def test_a_plan_that_grasps_with_a_full_gripper_does_not_do_the_task():
+    from llm_planner.planning.task_check import TaskNeeds, check_task
+
+    arm = load_skill_set("minispec_arm")
+    needs = TaskNeeds(("pk", "dr"), ("coin", "key", "tray"))
+    one_by_one = "g('coin');pk('coin');g('tray');dr('tray');g('key');pk('key');g('tray');dr('tray');"
+    assert check_task(arm, one_by_one, needs).does_task
+    both_at_once = "g('coin');pk('coin');g('key');pk('key');g('tray');dr('tray');"
+    held = check_task(arm, both_at_once, needs)
+    assert not held.does_task and held.full_grasps == ["pk('key')"]
+    assert held.missing == ["an empty gripper for pk('key')"]
+    python = load_skill_set("python_arm")  # a loop's body that never releases grasps again
+    loop = "for obj in ['peach', 'kiwi']:\n    move_to(object_x(obj), object_y(obj))\n    take(obj)\n"
+    assert check_task(python, loop, TaskNeeds(("take",), ("peach", "kiwi"))).full_grasps == ["take(obj)"]
 
 
 def test_the_task_rate_is_reported_per_robot_type_from_the_listed_needs(tmp_path, tokenizer):

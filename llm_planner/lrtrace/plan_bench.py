@@ -203,7 +203,7 @@ def summarize(runs: list[PlanRun]) -> dict:
         ),
         "tokens_mean": sum(r.tokens for r in runs) / n,
         "spearman_tokens_steps": spearman([tokens for tokens, _ in counted], [steps for _, steps in counted]),
-        # plans that call every required skill and name every required object, of the tasks that list them
+        # plans that do the task (`planning/task_check.py`), of the tasks that list what it needs
         "task_rate": sum(c.does_task for c in judged) / len(judged) if judged else None,
         "task_judged": len(judged),
         # error follow-ups whose plan opens with a plain call of one of the task's first skills

@@ -3,7 +3,8 @@ names every object it must act on, as listed with the task: `required_skills` (c
 alternatives written `a|b`, e.g. `tc|tu` for a turn either way) and `required_objects`. Where
 the task lists `first_skills` (an error follow-up: what moves the robot away from the hazard or
 retries safely), the plan's first statement must also be a plain call of one of them, one the
-robot can run at once rather than a block that is sent only once it closes.
+robot can run at once rather than a block that is sent only once it closes. An arm's plan that
+grasps while its gripper holds an object does not do the task: the arm stops at that grasp.
 
 This is a floor, not a proof: a plan that calls the right skills on the right objects can still
 do them in a wrong order or with wrong numbers. It catches what the plan check cannot: a plan
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 
 from llm_planner.catalog.skills import SkillSet
 from llm_planner.catalog.statements import StatementSplitter
+from llm_planner.planning.gripper import grasps_while_holding
 
 
 @dataclass(frozen=True)
@@ -34,14 +36,20 @@ class TaskCheck:
     missing_skills: list[str] = field(default_factory=list)
     missing_objects: list[str] = field(default_factory=list)
     wrong_first: str = ""  # why the opening statement is not one of the task's first skills
+    full_grasps: list[str] = field(default_factory=list)  # grasps while the gripper holds an object
 
     @property
     def does_task(self) -> bool:
-        return not self.missing_skills and not self.missing_objects and not self.wrong_first
+        return not self.missing
 
     @property
     def missing(self) -> list[str]:
-        return self.missing_skills + self.missing_objects + ([self.wrong_first] if self.wrong_first else [])
+        return (
+            self.missing_skills
+            + self.missing_objects
+            + ([self.wrong_first] if self.wrong_first else [])
+            + [f"an empty gripper for {call}" for call in self.full_grasps]
+        )
 
 
 def parse_needs(skills: object, objects: object, where: str = "", first: object = None) -> TaskNeeds:
@@ -74,7 +82,12 @@ def check_task(skill_set: SkillSet, plan: str, needs: TaskNeeds) -> TaskCheck:
     missing_skills = [need for need in needs.skills if not set(need.split("|")) & called]
     quoted = {m.group(2).strip().lower() for m in re.finditer(r"(['\"])(.*?)\1", plan)}
     missing_objects = [obj for obj in needs.objects if obj.strip().lower() not in quoted]
-    return TaskCheck(missing_skills, missing_objects, _wrong_first(skill_set, plan, needs.first))
+    return TaskCheck(
+        missing_skills,
+        missing_objects,
+        _wrong_first(skill_set, plan, needs.first),
+        grasps_while_holding(skill_set, plan),
+    )
 
 
 def _wrong_first(skill_set: SkillSet, plan: str, first: tuple[str, ...]) -> str:
