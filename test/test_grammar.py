@@ -180,6 +180,34 @@ def test_an_error_follow_up_opens_with_a_plain_action(name, plan, admitted):
     assert _in_task_grammar(name, f"{scene} Recover.", plan)  # not an alert: a block may come first
 
 
+_MOVE_CUP = "move_to(object_x('cup'), object_y('cup'))\n"
+
+
+@pytest.mark.parametrize("name, plan, admitted", [
+    ("minispec_arm", "g('cup');pk('cup');g('tray');dr('tray');g('lid');pk('lid');", True),
+    ("minispec_arm", "g('cup');pk('cup');g('lid');pk('lid');", False),  # grasps while it holds the cup
+    ("minispec_arm", "g('tray');dr('tray');l('x');dr('tray');", False),  # releases what it released
+    ("minispec_arm", "dr('tray');g('cup');pk('cup');", True),  # it may hold something from before the plan
+    ("minispec_arm", "pk('cup');2{g('lid');pk('lid')};pk('cup');", True),  # after a block: not known
+    ("python_arm", _MOVE_CUP + "take('cup')\n" + _MOVE_CUP + "drop('tray')\ntake('lid')\n", True),
+    ("python_arm", _MOVE_CUP + "take('cup')\n" + _MOVE_CUP + "take('tray')\n", False),
+    ("python_arm", "drop('tray')\nsay('done')\ndrop('cup')\n", False),
+    ("python_arm", "take('cup')\nif is_holding():\n    drop('tray')\ntake('lid')\n", True),
+])
+def test_the_gripper_holds_one_object_at_a_time(name, plan, admitted):
+    task = "Scene: [cup, lid, tray]. Tidy up."
+    assert _in_task_grammar(name, task, plan) is admitted
+    # an alert's first action counts too
+    assert _in_task_grammar(name, f"ALERT: the cup slipped. {task}", plan) is admitted
+
+
+@pytest.mark.parametrize("name, statement", [("minispec_arm", "l('x');"), ("python_arm", "say('x')\n")])
+def test_a_run_that_tracks_the_gripper_still_ends(name, statement):
+    skill_set = load_skill_set(name)
+    assert check_plan(skill_set, statement * 16, strict=True) is None
+    assert check_plan(skill_set, statement * 17, strict=True) == "not in the skill set's plan grammar"
+
+
 def test_task_grammars_are_built_once_per_scene():
     from llm_planner.catalog.grammar import TaskScope, word_groups
 

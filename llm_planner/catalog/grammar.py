@@ -13,7 +13,9 @@ Two grammars per skill set:
   most 16 statements in a row (MiniSpec: and at most four blocks, each of at most 8
   statements), so it always ends. It ends where the model's end of turn is allowed: after any
   complete statement. Repeating a statement over and over is bounded by the constraint's
-  repeat guard (catalog/statements.py): a grammar cannot count.
+  repeat guard (catalog/statements.py): a grammar cannot count. An arm's gripper holds one
+  object at a time: in a run of top-level statements, a plan grasps nothing while it holds what
+  it grasped, and releases nothing it has already released (a block's body is not tracked).
   A task narrows its plan grammar (`TaskScope`): with a scene, an action names one of the
   scene's objects, and a search or a query (in MiniSpec, and a conditional's body on one) may
   also name a word group of the instruction. In Python a query that an action's argument reads
@@ -65,11 +67,12 @@ var ::= "_" [1-9]
 """
 
 # `lead` is the first run of statements: any plan may open with a block, an error follow-up's
-# (`_MINISPEC_ALERT_LEAD`, `_PYTHON_ALERT_LEAD`) opens with a plain action that the robot can run at once
-# (`first`: an action that moves neither toward the alert's hazard nor toward an object).
+# opens with a plain action that the robot can run at once (`first`: an action that moves
+# neither toward the alert's hazard nor toward an object). Runs of top-level statements
+# (`run_*`, `_runs`) follow the gripper.
 _MINISPEC_PLAN = r"""
 root ::= lead tail{0,3}
-tail ::= block ";"? (act ";"){0,15}
+tail ::= block ";"? run_u_15
 body ::= act (";" act){0,7} ";"?
 cbody ::= act_c (";" act_c){0,7} ";"?
 block ::= [2-9] "{" body "}" | "?" condition "{" cbody "}"
@@ -82,8 +85,8 @@ string ::= "'" [^'\n{};]{1,40} "'"
 obj_c ::= qobj
 qobj_c ::= qobj
 """
-_MINISPEC_LEAD = 'lead ::= (act ";"){1,16} | block ";"? (act ";"){0,15}\n'
-_MINISPEC_ALERT_LEAD = 'lead ::= first ";" (act ";"){0,15}\n'
+_MINISPEC_LEAD = 'lead ::= run1_u_16 | block ";"? run_u_15\n'
+_MINISPEC_ALERT_LEAD = "lead ::= first_run\n"
 
 _PYTHON = r"""
 root ::= stmt+
@@ -101,7 +104,7 @@ name ::= [a-z_] [a-z0-9_]{0,15}
 # Python plans read one variable, `obj`, and only inside the loop that binds it: call rules
 # come in two scopes, top level (no variable) and a loop body (suffix `_l`, `obj` readable).
 _PYTHON_PLAN = r"""
-stmt ::= act "\n" | loop | "if " condition ":\n" body ("else:\n" body)?
+block ::= loop | "if " condition ":\n" body ("else:\n" body)?
 loop ::= "for obj in " list ":\n" lbody | "for i in range(" [2-9] "):\n" body
 body ::= ("    " act "\n"){1,8}
 lbody ::= ("    " act_l "\n"){1,8}
@@ -115,8 +118,8 @@ qobj_l ::= qobj | "obj"
 aexpr ::= located | number | string | "True" | "False"
 aexpr_l ::= located_l | number | string | "obj" | "True" | "False"
 """
-_PYTHON_LEAD = "root ::= stmt{1,16}\n"
-_PYTHON_ALERT_LEAD = 'root ::= first "\\n" stmt{0,15}\n'
+_PYTHON_LEAD = "root ::= run1_u_16\n"
+_PYTHON_ALERT_LEAD = "root ::= first_run\n"
 _LEADS = {
     ("minispec", False): _MINISPEC_LEAD,
     ("minispec", True): _MINISPEC_ALERT_LEAD,
@@ -323,17 +326,63 @@ def _grammar(skill_set: SkillSet, plan: bool, alert: bool = False, unsafe_first:
                 queries = [_call_alternative(s, syntax, plan, scope, located=True) for s in skills if s.kind == "query"]
                 # A safety gate may leave no query: then an action's argument is a literal.
                 rules.append(f"located{scope} ::= " + (" | ".join(queries) or "number"))
-    if plan and alert:
-        safe = [s for s in skills if s.kind == "action" and s.moves not in unsafe_first]
-        # A safety gate may leave no such action: then the gate's own check is what stops a move.
-        first = " | ".join(_call_alternative(s, syntax, plan, "") for s in safe) or "act"
-        rules.append(f"first ::= {first}")
+    if plan:
+        rules += _runs(skill_set, alert, unsafe_first)
     if plan and syntax == "minispec":
         rules += [
             _said_rule(skill_set, s) for s in skills if s.kind == "action" and any(a.type == "str" for a in s.args)
         ]
     lead = _LEADS[syntax, alert] if plan else ""
     return (lead + _GRAMMARS[syntax, plan] + _COMMON).strip() + "\n" + "\n".join(rules) + "\n"
+
+
+# The gripper holds one object at a time. Top-level runs of statements track what it holds:
+# unknown at the start and after a block, held after a grasp, empty after a release. Held, it
+# grasps nothing more; empty, it releases nothing. `run_<state>_<n>`: at most n statements from
+# that state (`run1_`: at least one), so a plan still has at most 16 statements in a row.
+_GRIPPER_STEPS = {  # state -> {what a statement does: the state after it}
+    "u": {"other": "u", "grasp": "h", "release": "e"},
+    "h": {"other": "h", "release": "e"},
+    "e": {"other": "e", "grasp": "h"},
+}
+_STATEMENT_END = {"minispec": '";"', "python": '"\\n"'}
+
+
+def _runs(skill_set: SkillSet, alert: bool, unsafe_first: tuple[str, ...]) -> list[str]:
+    """Rules for the top-level runs, and `first_run`: an alert's run, which opens with an action
+    that moves none of the `unsafe_first` ways."""
+    syntax, end = skill_set.syntax, _STATEMENT_END[skill_set.syntax]
+    actions = [s for s in skill_set.spec.skills if s.kind == "action"]
+
+    def acts_doing(skills: list[Skill]) -> dict[str, str]:
+        """Alternatives of the calls per effect on the gripper ("other": none)."""
+        by_effect: dict[str, list[str]] = {}
+        for s in skills:
+            by_effect.setdefault(s.gripper or "other", []).append(_call_alternative(s, syntax, True, ""))
+        return {effect: " | ".join(calls) for effect, calls in by_effect.items()}
+
+    acts = acts_doing(actions)
+    safe = [s for s in actions if s.moves not in unsafe_first]
+    # A safety gate may leave no such action: then the gate's own check is what stops a move.
+    firsts = acts_doing(safe) if alert and safe else acts
+    steps = {state: {e: after for e, after in moves.items() if e in acts} for state, moves in _GRIPPER_STEPS.items()}
+    states = {"u", *steps["u"].values()}
+    rules = [f"act_{effect} ::= {alternatives}" for effect, alternatives in acts.items()]
+    if alert:
+        rules += [f"first_{e} ::= {calls}" for e, calls in firsts.items()]
+        rules.append("first_run ::= " + " | ".join(f"first_{e} {end} run_{steps['u'][e]}_15" for e in firsts))
+    options = {state: [(f"act_{e} {end}", after) for e, after in steps[state].items()] for state in states}
+    if syntax == "python":
+        for state in states:
+            options[state].append(("block", "u"))  # a block's body may grasp or release: unknown after it
+    if states == {"u"}:  # no gripper: a plain repetition
+        step = " | ".join(step for step, _ in options["u"])
+        return rules + [f"run1_u_16 ::= ({step}){{1,16}}", f"run_u_15 ::= ({step}){{0,15}}"]
+    for state in sorted(states):
+        for n in range(1, 17):
+            rest = [step if n == 1 else f"{step} run_{after}_{n - 1}" for step, after in options[state]]
+            rules += [f"run1_{state}_{n} ::= " + " | ".join(rest), f"run_{state}_{n} ::= run1_{state}_{n}?"]
+    return rules
 
 
 def _said_rule(skill_set: SkillSet, skill: Skill) -> str:
