@@ -91,6 +91,7 @@ def test_the_syntax_is_wider_than_the_plan_grammar(name, plan):
 
 @pytest.mark.parametrize("name, plan", [
     ("python_arm", "for obj in ['bolt', 'nut']:\n    move_to(object_x(obj), object_y(obj))\n    take(obj)\n"
+                   "    drop('bin')\n"
                    "for i in range(3):\n    say('beep')\nif is_holding():\n    drop('bin')\n"),
     ("minispec_drone", "?od('person')>100{mf(50)};" + "tp();" * 15 + "2{tc(90);tp()};"),
 ])
@@ -188,7 +189,13 @@ _MOVE_CUP = "move_to(object_x('cup'), object_y('cup'))\n"
     ("minispec_arm", "g('cup');pk('cup');g('lid');pk('lid');", False),  # grasps while it holds the cup
     ("minispec_arm", "g('tray');dr('tray');l('x');dr('tray');", False),  # releases what it released
     ("minispec_arm", "dr('tray');g('cup');pk('cup');", True),  # it may hold something from before the plan
-    ("minispec_arm", "pk('cup');2{g('lid');pk('lid')};pk('cup');", True),  # after a block: not known
+    ("minispec_arm", "pk('cup');2{g('lid');pk('lid');dr('tray')};pk('cup');", True),  # after a block: not known
+    ("minispec_arm", "l('go');2{g('cup');pk('cup');g('lid');pk('lid');dr('tray')};", False),  # a body too
+    ("minispec_arm", "l('go');2{g('cup');pk('cup')};", False),  # the second pass would grasp while holding
+    ("minispec_arm", "l('go');?iv('cup')==True{g('cup');pk('cup')};", True),  # a conditional runs once
+    ("python_arm", "say('go')\nfor obj in ['cup', 'lid']:\n    take(obj)\n", False),
+    ("python_arm", "say('go')\nfor obj in ['cup']:\n    take(obj)\n", True),  # one object: one pass
+    ("python_arm", "say('go')\nfor i in range(2):\n    take('cup')\n    drop('tray')\n", True),
     ("python_arm", _MOVE_CUP + "take('cup')\n" + _MOVE_CUP + "drop('tray')\ntake('lid')\n", True),
     ("python_arm", _MOVE_CUP + "take('cup')\n" + _MOVE_CUP + "take('tray')\n", False),
     ("python_arm", "drop('tray')\nsay('done')\ndrop('cup')\n", False),

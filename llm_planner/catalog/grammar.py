@@ -14,8 +14,9 @@ Two grammars per skill set:
   statements), so it always ends. It ends where the model's end of turn is allowed: after any
   complete statement. Repeating a statement over and over is bounded by the constraint's
   repeat guard (catalog/statements.py): a grammar cannot count. An arm's gripper holds one
-  object at a time: in a run of top-level statements, a plan grasps nothing while it holds what
-  it grasped, and releases nothing it has already released (a block's body is not tracked).
+  object at a time: in a run of top-level statements and in a block's body, a plan grasps
+  nothing while it holds what it grasped, and releases nothing it has already released; a
+  loop's body does not end holding what it grasped (its second pass would grasp again).
   A task narrows its plan grammar (`TaskScope`): with a scene, an action names one of the
   scene's objects, and a search or a query (in MiniSpec, and a conditional's body on one) may
   also name a word group of the instruction. In Python a query that an action's argument reads
@@ -69,12 +70,10 @@ var ::= "_" [1-9]
 # `lead` is the first run of statements: any plan may open with a block, an error follow-up's
 # opens with a plain action that the robot can run at once (`first`: an action that moves
 # neither toward the alert's hazard nor toward an object). Runs of top-level statements
-# (`run_*`, `_runs`) follow the gripper.
+# (`run_*`, `_runs`) and blocks' bodies (`_bodies`) follow the gripper.
 _MINISPEC_PLAN = r"""
 root ::= lead tail{0,3}
 tail ::= block ";"? run_u_15
-body ::= act (";" act){0,7} ";"?
-cbody ::= act_c (";" act_c){0,7} ";"?
 block ::= [2-9] "{" body "}" | "?" condition "{" cbody "}"
 condition ::= comparison (("&" | "|") comparison){0,2}
 comparison ::= call (("==" | "!=" | ">" | "<") value)?
@@ -105,13 +104,11 @@ name ::= [a-z_] [a-z0-9_]{0,15}
 # come in two scopes, top level (no variable) and a loop body (suffix `_l`, `obj` readable).
 _PYTHON_PLAN = r"""
 block ::= loop | "if " condition ":\n" body ("else:\n" body)?
-loop ::= "for obj in " list ":\n" lbody | "for i in range(" [2-9] "):\n" body
-body ::= ("    " act "\n"){1,8}
-lbody ::= ("    " act_l "\n"){1,8}
+loop ::= "for obj in [" obj "]:\n" obody | "for obj in " list ":\n" lbody | "for i in range(" [2-9] "):\n" rbody
 condition ::= "not "? call ((" == " | " != " | " > " | " < ") expr)?
 expr ::= call | number | string | "True" | "False"
 expr_l ::= call_l | number | string | "obj" | "True" | "False"
-list ::= "[" obj (", " obj){0,9} "]"
+list ::= "[" obj (", " obj){1,9} "]"
 string ::= "'" [^'\n]{1,40} "'" | "\"" [^"\n]{1,40} "\""
 obj_l ::= obj | "obj"
 qobj_l ::= qobj | "obj"
@@ -327,7 +324,7 @@ def _grammar(skill_set: SkillSet, plan: bool, alert: bool = False, unsafe_first:
                 # A safety gate may leave no query: then an action's argument is a literal.
                 rules.append(f"located{scope} ::= " + (" | ".join(queries) or "number"))
     if plan:
-        rules += _runs(skill_set, alert, unsafe_first)
+        rules += _runs(skill_set, alert, unsafe_first) + _bodies(skill_set)
     if plan and syntax == "minispec":
         rules += [
             _said_rule(skill_set, s) for s in skills if s.kind == "action" and any(a.type == "str" for a in s.args)
@@ -348,23 +345,23 @@ _GRIPPER_STEPS = {  # state -> {what a statement does: the state after it}
 _STATEMENT_END = {"minispec": '";"', "python": '"\\n"'}
 
 
+def _calls_by_effect(skills: list[Skill], syntax: str, scope: str) -> dict[str, str]:
+    """The alternatives of the skills' calls per effect on the gripper ("other": none)."""
+    by_effect: dict[str, list[str]] = {}
+    for s in skills:
+        by_effect.setdefault(s.gripper or "other", []).append(_call_alternative(s, syntax, True, scope))
+    return {effect: " | ".join(calls) for effect, calls in by_effect.items()}
+
+
 def _runs(skill_set: SkillSet, alert: bool, unsafe_first: tuple[str, ...]) -> list[str]:
     """Rules for the top-level runs, and `first_run`: an alert's run, which opens with an action
     that moves none of the `unsafe_first` ways."""
     syntax, end = skill_set.syntax, _STATEMENT_END[skill_set.syntax]
     actions = [s for s in skill_set.spec.skills if s.kind == "action"]
-
-    def acts_doing(skills: list[Skill]) -> dict[str, str]:
-        """Alternatives of the calls per effect on the gripper ("other": none)."""
-        by_effect: dict[str, list[str]] = {}
-        for s in skills:
-            by_effect.setdefault(s.gripper or "other", []).append(_call_alternative(s, syntax, True, ""))
-        return {effect: " | ".join(calls) for effect, calls in by_effect.items()}
-
-    acts = acts_doing(actions)
+    acts = _calls_by_effect(actions, syntax, "")
     safe = [s for s in actions if s.moves not in unsafe_first]
     # A safety gate may leave no such action: then the gate's own check is what stops a move.
-    firsts = acts_doing(safe) if alert and safe else acts
+    firsts = _calls_by_effect(safe, syntax, "") if alert and safe else acts
     steps = {state: {e: after for e, after in moves.items() if e in acts} for state, moves in _GRIPPER_STEPS.items()}
     states = {"u", *steps["u"].values()}
     rules = [f"act_{effect} ::= {alternatives}" for effect, alternatives in acts.items()]
@@ -382,6 +379,58 @@ def _runs(skill_set: SkillSet, alert: bool, unsafe_first: tuple[str, ...]) -> li
         for n in range(1, 17):
             rest = [step if n == 1 else f"{step} run_{after}_{n - 1}" for step, after in options[state]]
             rules += [f"run1_{state}_{n} ::= " + " | ".join(rest), f"run_{state}_{n} ::= run1_{state}_{n}?"]
+    return rules
+
+
+# A block's body: (rule, call scope, whether it repeats). MiniSpec's loop `body`, conditional
+# `cbody`; Python's conditional `body`, counted loop `rbody`, loop over objects `lbody` and
+# over one object `obody`.
+_BODIES = {
+    "minispec": (("body", "", True), ("cbody", "_c", False)),
+    "python": (("body", "", False), ("rbody", "", True), ("lbody", "_l", True), ("obody", "_l", False)),
+}
+_BODY_STATEMENTS = 8
+
+
+def _bodies(skill_set: SkillSet) -> list[str]:
+    """Rules for blocks' bodies: 1-8 actions that follow the gripper from unknown, like a run
+    (`_runs`). A repeating body may not end holding (its second pass starts there)."""
+    syntax = skill_set.syntax
+    actions = [s for s in skill_set.spec.skills if s.kind == "action"]
+    effects = {s.gripper or "other" for s in actions}
+    rules = []
+    for rule, scope, repeats in _BODIES[syntax]:
+        by_effect = _calls_by_effect(actions, syntax, scope)
+        if effects == {"other"}:  # no gripper: any actions
+            act = by_effect["other"]
+            rules.append(
+                f'{rule} ::= ({act}) (";" ({act})){{0,{_BODY_STATEMENTS - 1}}} ";"?'
+                if syntax == "minispec"
+                else f'{rule} ::= ("    " ({act}) "\\n"){{1,{_BODY_STATEMENTS}}}'
+            )
+            continue
+        rules += [f"{rule}_{effect} ::= {calls}" for effect, calls in by_effect.items()]
+        ends = {"u", "e"} if repeats else {"u", "h", "e"}
+        for state, moves in _GRIPPER_STEPS.items():
+            for n in range(1, _BODY_STATEMENTS + 1):
+                options = []
+                for effect, after in moves.items():
+                    if effect not in effects:
+                        continue
+                    call = f"{rule}_{effect}"
+                    if syntax == "minispec":
+                        if after in ends:
+                            options.append(call)
+                        if n > 1:
+                            options.append(f'{call} ";" {rule}_{after}_{n - 1}')
+                    else:
+                        line = f'"    " {call} "\\n"'
+                        if after in ends:
+                            options.append(line)
+                        if n > 1:
+                            options.append(f"{line} {rule}_{after}_{n - 1}")
+                rules.append(f"{rule}_{state}_{n} ::= " + " | ".join(options))
+        rules.append(f"{rule} ::= {rule}_u_{_BODY_STATEMENTS}" + (' ";"?' if syntax == "minispec" else ""))
     return rules
 
 
