@@ -7,7 +7,10 @@ fresh scene in every arm. The figures are the time from adding the request to it
 token and to its first complete statement (what the planner can send), and the prompt tokens
 it prefilled (those the prefix cache did not hold).
 
-    python benchmarks/first_action_cost.py [--rounds 8] [--examples 3] [--json F]
+    python benchmarks/first_action_cost.py [--rounds 8] [--examples 3] [--skill-set S] [--json F]
+
+The drone's alerts place a hazard ahead; an arm's (`--skill-set minispec_arm` or `python_arm`,
+whose task grammars also follow the gripper) tell of an object that slipped from the gripper.
 """
 
 from __future__ import annotations
@@ -20,12 +23,17 @@ import time
 THINGS = ["wall", "door", "person", "ladder", "lamp", "kite", "chair", "plant", "bench", "window", "box", "bicycle",
           "tree", "fence", "car", "dog", "shelf", "table", "statue", "sofa", "bottle", "cup", "helmet", "gate"]
 ARMS = ("skill_set", "task", "task+examples")
+ALERTS = {  # by whether the skill set flies: an alert naming the scene's first object
+    True: "ALERT: a {0} is 30 cm ahead. Scene: [{1}]. Get clear of it.",
+    False: "ALERT: the {0} slipped out of the gripper. Scene: [{1}]. Put it back on the {2}.",
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=8, help="alerts planned in each arm")
     parser.add_argument("--examples", type=int, default=3, help="retrieved examples in the third arm")
+    parser.add_argument("--skill-set", default="minispec_drone", help="whose alerts (default minispec_drone)")
     parser.add_argument("--json", help="result file (default out/bench/first_action_cost.json)")
     args = parser.parse_args()
 
@@ -40,20 +48,22 @@ def main() -> None:
 
     config = load_planner_config()
     engine = make_vllm_engine(config, WallClock())
-    drone = load_skill_set("minispec_drone")
-    tuned = drone.name in engine.tuned_skill_sets
-    engine.warm_up([shared_request(drone, tuned)])
+    skill_set = load_skill_set(args.skill_set)
+    tuned = skill_set.name in engine.tuned_skill_sets
+    engine.warm_up([shared_request(skill_set, tuned)])
+    alert = ALERTS[any(s.moves == "up" for s in skill_set.spec.skills)]
     rng = random.Random(0)
 
     def first_action(gen_id: str, arm: str) -> tuple[float, float, int]:
-        scene = ", ".join(rng.sample(THINGS, 4))
-        text = f"ALERT: a {scene.split(', ')[0]} is 30 cm ahead. Scene: [{scene}]. Get clear of it."
+        things = rng.sample(THINGS, 4)
+        text = alert.format(things[0], ", ".join(things), things[1])
         k = args.examples if arm == "task+examples" else 0
-        request = plan_request(gen_id, drone, text, max_tokens=config.vllm.max_plan_tokens, tuned=tuned,
+        max_tokens = config.vllm.max_plan_tokens * skill_set.plan_token_scale
+        request = plan_request(gen_id, skill_set, text, max_tokens=max_tokens, tuned=tuned,
                                task_grammar=arm != "skill_set",
-                               examples=examples_for(drone.name, text, k, config.vllm.example_corpus))
+                               examples=examples_for(skill_set.name, text, k, config.vllm.example_corpus))
         prompt_tokens = engine.prompt_tokens(request)
-        segmenter = make_segmenter(drone)
+        segmenter = make_segmenter(skill_set)
         started = time.perf_counter()
         engine.add(request)
         first_token = first_statement = None
@@ -91,8 +101,8 @@ def main() -> None:
               f"(p50 of {args.rounds} alerts)")
     print(", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
     write_bench_result(args.json, "first_action_cost", figures, ratios,
-                       notes=f"an alert with a fresh scene on the idle engine; each task grammar compiled anew; "
-                             f"{args.examples} retrieved examples in the third arm")
+                       notes=f"{skill_set.name}: an alert with a fresh scene on the idle engine; each task grammar "
+                             f"compiled anew; {args.examples} retrieved examples in the third arm")
 
 
 if __name__ == "__main__":
