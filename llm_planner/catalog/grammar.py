@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
@@ -353,6 +354,11 @@ def _calls_by_effect(skills: list[Skill], syntax: str, scope: str) -> dict[str, 
     return {effect: " | ".join(calls) for effect, calls in by_effect.items()}
 
 
+def _gripper_steps(effects: Iterable[str]) -> dict[str, dict[str, str]]:
+    """`_GRIPPER_STEPS` with only the effects that the skill set's actions have."""
+    return {state: {e: after for e, after in moves.items() if e in effects} for state, moves in _GRIPPER_STEPS.items()}
+
+
 def _runs(skill_set: SkillSet, alert: bool, unsafe_first: tuple[str, ...]) -> list[str]:
     """Rules for the top-level runs, and `first_run`: an alert's run, which opens with an action
     that moves none of the `unsafe_first` ways."""
@@ -362,7 +368,7 @@ def _runs(skill_set: SkillSet, alert: bool, unsafe_first: tuple[str, ...]) -> li
     safe = [s for s in actions if s.moves not in unsafe_first]
     # A safety gate may leave no such action: then the gate's own check is what stops a move.
     firsts = _calls_by_effect(safe, syntax, "") if alert and safe else acts
-    steps = {state: {e: after for e, after in moves.items() if e in acts} for state, moves in _GRIPPER_STEPS.items()}
+    steps = _gripper_steps(acts)
     states = {"u", *steps["u"].values()}
     rules = [f"act_{effect} ::= {alternatives}" for effect, alternatives in acts.items()]
     if alert:
@@ -397,11 +403,10 @@ def _bodies(skill_set: SkillSet) -> list[str]:
     (`_runs`). A repeating body may not end holding (its second pass starts there)."""
     syntax = skill_set.syntax
     actions = [s for s in skill_set.spec.skills if s.kind == "action"]
-    effects = {s.gripper or "other" for s in actions}
     rules = []
     for rule, scope, repeats in _BODIES[syntax]:
         by_effect = _calls_by_effect(actions, syntax, scope)
-        if effects == {"other"}:  # no gripper: any actions
+        if set(by_effect) == {"other"}:  # no gripper: any actions
             act = by_effect["other"]
             rules.append(
                 f'{rule} ::= ({act}) (";" ({act})){{0,{_BODY_STATEMENTS - 1}}} ";"?'
@@ -411,24 +416,17 @@ def _bodies(skill_set: SkillSet) -> list[str]:
             continue
         rules += [f"{rule}_{effect} ::= {calls}" for effect, calls in by_effect.items()]
         ends = {"u", "e"} if repeats else {"u", "h", "e"}
-        for state, moves in _GRIPPER_STEPS.items():
+        # a MiniSpec body's statements are joined by ";", a Python body's are indented lines
+        statement, join = ("{}", ' ";" ') if syntax == "minispec" else ('"    " {} "\\n"', " ")
+        for state, moves in _gripper_steps(by_effect).items():
             for n in range(1, _BODY_STATEMENTS + 1):
                 options = []
                 for effect, after in moves.items():
-                    if effect not in effects:
-                        continue
-                    call = f"{rule}_{effect}"
-                    if syntax == "minispec":
-                        if after in ends:
-                            options.append(call)
-                        if n > 1:
-                            options.append(f'{call} ";" {rule}_{after}_{n - 1}')
-                    else:
-                        line = f'"    " {call} "\\n"'
-                        if after in ends:
-                            options.append(line)
-                        if n > 1:
-                            options.append(f"{line} {rule}_{after}_{n - 1}")
+                    line = statement.format(f"{rule}_{effect}")
+                    if after in ends:
+                        options.append(line)
+                    if n > 1:
+                        options.append(f"{line}{join}{rule}_{after}_{n - 1}")
                 rules.append(f"{rule}_{state}_{n} ::= " + " | ".join(options))
         rules.append(f"{rule} ::= {rule}_u_{_BODY_STATEMENTS}" + (' ";"?' if syntax == "minispec" else ""))
     return rules
