@@ -318,10 +318,11 @@ def summary_table(result: dict, title: str) -> Table:
     table = Table(
         title=title,
         caption="valid: parses, calls an action, ends before the token limit, reads no unset "
-        "variable, names only scene/task objects; repeats: statements equal to an earlier one; ρ: Spearman "
-        "of plan tokens vs the task's counted steps; does task: calls every required skill, names "
-        "every required object (tasks that list them) and never grasps with a full gripper; alerts act "
-        "first: error follow-ups whose plan opens with a plain call of a skill the task lists as safe first",
+        "variable, names only scene/task objects, never grasps with a full gripper; repeats: statements "
+        "equal to an earlier one; ρ: Spearman of plan tokens vs the task's counted steps; does task: calls "
+        "every required skill, names every required object (tasks that list them) and never grasps with a "
+        "full gripper; alerts act first: error follow-ups whose plan opens with a plain call of a skill the "
+        "task lists as safe first",
     )
     table.add_column("tasks of")
     for _, header, _ in _COLUMNS:
