@@ -46,17 +46,18 @@ def main() -> None:
         plain, t_plain = run_plans(engine, requests(f"p{k}"), segmented=False)
         detect, t_detect = run_plans(engine, requests(f"d{k}"), segmented=True, suspend=False)
         seg, t_seg = run_plans(engine, requests(f"s{k}"), segmented=True)
-        for key, t in zip(times, (t_plain, t_detect, t_seg)):
-            times[key].append(t)
-        for t in traces:
-            reference = plain[f"p{k}-{t.trace_id}"].token_ids
-            identical &= detect[f"d{k}-{t.trace_id}"].token_ids == reference == seg[f"s{k}-{t.trace_id}"].token_ids
+        for key, seconds in zip(times, (t_plain, t_detect, t_seg)):
+            times[key].append(seconds)
+        for trace in traces:
+            reference = plain[f"p{k}-{trace.trace_id}"].token_ids
+            identical &= (detect[f"d{k}-{trace.trace_id}"].token_ids == reference
+                          == seg[f"s{k}-{trace.trace_id}"].token_ids)
         tokens = sum(len(r.token_ids) for r in plain.values())
         suspensions = sum(r.suspensions for r in seg.values())
         print(f"   round {k}: unsegmented {t_plain:.3f} s, segmenter only {t_detect:.3f} s, suspend+resume "
               f"{t_seg:.3f} s ({tokens} tokens, {suspensions} suspend/resume pairs)")
     base = statistics.median(times["unsegmented"])
-    figures = {"segmentation": {key: round(statistics.median(ts), 4) for key, ts in times.items()}
+    figures: dict[str, dict] = {"segmentation": {key: round(statistics.median(ts), 4) for key, ts in times.items()}
                | {"token_identical": identical, "suspensions_per_round": suspensions}, "resume": {}}
     ratios = {}
     for key in ("segmenter only", "suspend+resume"):

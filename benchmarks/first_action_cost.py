@@ -66,7 +66,8 @@ def main() -> None:
         segmenter = make_segmenter(skill_set)
         started = time.perf_counter()
         engine.add(request)
-        first_token = first_statement = None
+        first_token: float | None = None
+        first_statement: float | None = None
         while engine.running:
             for out in engine.step().outputs:
                 first_token = first_token or time.perf_counter() - started
@@ -74,6 +75,8 @@ def main() -> None:
                     first_statement = time.perf_counter() - started
                 if out.finished:
                     engine.release(gen_id)
+        if first_token is None:
+            raise RuntimeError(f"{gen_id}: the engine wrote no token")
         return first_token, first_statement or time.perf_counter() - started, prompt_tokens
 
     times: dict[str, dict[str, list[float]]] = {arm: {"token": [], "statement": [], "prompt": []} for arm in ARMS}

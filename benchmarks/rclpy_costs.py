@@ -13,18 +13,20 @@ from __future__ import annotations
 import argparse
 import time
 import timeit
+from functools import partial
 
 import numpy as np
 import rclpy
-from llm_planner_interfaces.action import ExecuteSegment
 from rclpy.action import ActionClient
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 from llm_planner.ros.rclpy_compat import NodeExecutor, _HexUuid
+from llm_planner.ros.robot_client import RosRobotPort
 from llm_planner.settings.fleet import RobotConfig
 from llm_planner.testing.bench_result import write_bench_result
 from llm_planner.testing.ros_fleet import start_fleet
+from llm_planner_interfaces.action import ExecuteSegment
 
 N = 3000
 
@@ -47,11 +49,17 @@ def spin_once_cost(executor_kind) -> float:
     return (time.thread_time() - started) / N
 
 
+def format_goal_id(uuid) -> str:
+    return f"Goal with ID {uuid}"
+
+
 def server_is_ready_cost(robots: int) -> float:
     running = start_fleet([RobotConfig(id=f"r{i:02d}", type="tello", options={"time_scale": 0.001, "seed": i})
                            for i in range(robots)], robot_links="threads")  # with fifty robots in this process
     try:
-        client = running.fleet.planner_node.port.links["r00"].client
+        node = running.fleet.planner_node
+        assert node is not None and isinstance(node.port, RosRobotPort)  # links in this process
+        client = node.port.links["r00"].client
         started = time.thread_time()
         for _ in range(200):
             assert client.server_is_ready()
@@ -75,7 +83,7 @@ def main() -> None:
     uuid = np.arange(16, dtype=np.uint8)
     for key, name, value in (("uuid_numpy_format_us", "a numpy array, as rclpy has it", uuid),
                              ("uuid_hex_format_us", "hex, as the robot server's goals have it", uuid.view(_HexUuid))):
-        figures[key] = per = round(timeit.timeit(lambda: "Goal with ID {0}".format(value), number=N) / N * 1e6, 2)
+        figures[key] = per = round(timeit.timeit(partial(format_goal_id, value), number=N) / N * 1e6, 2)
         print(f"formatting a goal's UUID for a debug message, {name}: {per:.1f} µs")
     ratios = {"executor_turn/rclpy_over_node_executor":
               round(figures["SingleThreadedExecutor_turn_us"] / figures["NodeExecutor_turn_us"], 2),

@@ -28,7 +28,6 @@ import time
 
 import numpy as np
 import rclpy
-from llm_planner_interfaces.action import ExecuteSegment
 from rclpy.action import ActionClient, ActionServer, GoalResponse
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -37,6 +36,7 @@ from llm_planner.ros.qos import ACTION_CLIENT, ACTION_SERVER
 from llm_planner.ros.rclpy_compat import NodeExecutor, send_goal
 from llm_planner.ros.robot_server import GOAL_LISTED_S
 from llm_planner.ros.spin import Spinning
+from llm_planner_interfaces.action import ExecuteSegment
 
 ACTION = "/floor/execute_segment"
 GAP_S = 0.05
@@ -52,7 +52,8 @@ class FloorServer(Node):
         self._server = ActionServer(self, ExecuteSegment, ACTION, execute_callback=self._execute,
                                     goal_callback=lambda goal: GoalResponse.ACCEPT,
                                     handle_accepted_callback=self._on_accepted,
-                                    result_timeout=GOAL_LISTED_S, **ACTION_SERVER)
+                                    result_timeout=GOAL_LISTED_S,  # type: ignore[arg-type]  # float seconds in C
+                                    **ACTION_SERVER)
 
     def _on_accepted(self, goal_handle) -> None:
         self.accepted[goal_handle.request.segment_index] = time.monotonic()
@@ -67,7 +68,7 @@ class FloorServer(Node):
 class FloorClient(Node):
     def __init__(self) -> None:
         super().__init__("floor_client", start_parameter_services=False)
-        self.client = ActionClient(self, ExecuteSegment, ACTION, **ACTION_CLIENT)
+        self.client: ActionClient = ActionClient(self, ExecuteSegment, ACTION, **ACTION_CLIENT)
         self.sent: dict[int, float] = {}
         self.responded: dict[int, float] = {}
         self.resulted: dict[int, float] = {}
@@ -129,11 +130,12 @@ def main() -> None:
         return serve(args.serve, args.executor)
     rclpy.init()
     client = FloorClient()
-    nodes = [client]
+    nodes: list[Node] = [client]
     stamps = f"/tmp/rclpy_floor_{os.getpid()}.json"
     if args.processes:
         proc = subprocess.Popen([sys.executable, __file__, "--serve", stamps, "--executor", args.executor],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "ready"
     else:
         server = FloorServer()
@@ -149,6 +151,7 @@ def main() -> None:
         time.sleep(GAP_S)
     assert client.done.wait(60), f"{len(client.resulted)} of {client.count} results"
     if args.processes:
+        assert proc.stdin is not None
         proc.stdin.close()
         proc.wait(30)
         with open(stamps) as f:

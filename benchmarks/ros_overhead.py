@@ -31,7 +31,6 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from llm_planner_interfaces.msg import TaskStatus
 
 from llm_planner.ros.hops import ENV, read_hops
 from llm_planner.ros.task_client import TaskClient
@@ -39,6 +38,7 @@ from llm_planner.settings.config import load_planner_config
 from llm_planner.settings.fleet import RobotConfig
 from llm_planner.testing.bench_result import write_bench_result
 from llm_planner.testing.ros_fleet import instruction, start_fleet
+from llm_planner_interfaces.msg import TaskStatus
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,6 +90,7 @@ def start_floor(scenario: Scenario, n_goals: int, out: Path) -> subprocess.Popen
                "--json", str(out), "--announce"] + (["--processes"] if scenario.layout == "processes" else [])
     floor = subprocess.Popen(command, env={**os.environ, "ROS_DOMAIN_ID": str(scenario.floor_domain)},
                              stdout=subprocess.PIPE, text=True)
+    assert floor.stdout is not None
     line = floor.stdout.readline().strip()
     if line != "sending":
         floor.kill()
@@ -109,12 +110,12 @@ def drive(client: TaskClient, scenario: Scenario, n_tasks: int) -> dict:
         for task_id, r in warm.items():
             client.publish(task_id, r.id, instruction(LOAD_TRACE if r.type == "fltrnn_arm" else PROBE_TRACE))
         assert client.wait_terminal(list(warm), timeout=600), "warm-up tasks did not end"
-        cold = [r for task_id, r in warm.items() if client.terminal(task_id).state != TaskStatus.SUCCEEDED]
+        cold = [r for task_id, r in warm.items() if client.ended[task_id].state != TaskStatus.SUCCEEDED]
         if not cold or time.monotonic() - started > 600:
             break
         time.sleep(2.0)
     assert not cold, "robots never ran a task: " + "; ".join(
-        f"{r.id}: {client.terminal(task_id).message}" for task_id, r in warm.items() if r in cold)
+        f"{r.id}: {client.ended[task_id].message}" for task_id, r in warm.items() if r in cold)
     print(f"  warm-up: a task on each of {len(robots)} robots in {time.monotonic() - started:.0f} s", flush=True)
     loaders = [r.id for r in robots if r.type == "fltrnn_arm"]
     in_flight: dict[str, str] = {}  # robot -> its load task
@@ -148,7 +149,7 @@ def drive(client: TaskClient, scenario: Scenario, n_tasks: int) -> dict:
             floor.kill()  # if it has not ended (no-op otherwise)
         floor_ms = {hop: np.array(ms) for hop, ms in json.loads(floor_out.read_text()).items()}
     assert client.wait_terminal(ids + list(in_flight.values()), timeout=300), "probe tasks did not end"
-    failed = [t for t in ids if client.terminal(t).state != TaskStatus.SUCCEEDED]
+    failed = [t for t in ids if client.ended[t].state != TaskStatus.SUCCEEDED]
     return {"probes": ids, "failed": failed, "floor_ms": floor_ms,
             "load_in_flight_mean": float(np.mean(in_flight_counts)) if loaders else 0.0}
 
@@ -210,7 +211,7 @@ def run_processes(scenario: Scenario, n_tasks: int, hops_dir: Path) -> dict:
             except subprocess.TimeoutExpired:
                 p.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER: every thread's stack to its log
                 p.wait(timeout=10)
-                print(f"  process {p.args} did not stop on SIGTERM (stacks in {work})", file=sys.stderr)
+                print(f"  process {p.args!r} did not stop on SIGTERM (stacks in {work})", file=sys.stderr)
 
 
 def spans(hops: dict, probes: list[str]) -> dict[str, np.ndarray]:

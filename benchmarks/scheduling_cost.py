@@ -26,11 +26,11 @@ from pathlib import Path
 from llm_planner.domain.tuf import Tuf
 from llm_planner.lrtrace.composer import compose_preset, load_preset, mean_exec_times, preset_traces
 from llm_planner.lrtrace.simulate import simulate
-from llm_planner.settings.config import load_planner_config
-from llm_planner.view.live_view import LiveView
 from llm_planner.sched.queues import PudQueue, QueueEntry, bucket_gen_time
+from llm_planner.settings.config import load_planner_config
 from llm_planner.testing.bench_result import write_bench_result
 from llm_planner.testing.naive_queue import NaiveRebuildQueue
+from llm_planner.view.live_view import LiveView
 
 NORMAL, URGENT = Tuf(1.0, 1.0, 1.5), Tuf(2.0, 0.2, 0.5)
 G_FIRST, G_RESUMED = 0.234, 0.223  # drone segment estimates from the default engine profile
@@ -95,7 +95,7 @@ def trace_cost(runs: int) -> tuple[dict, dict]:
     with tempfile.TemporaryDirectory() as folder:
         for mode in MODES:  # warm caches (tokenizer, grammar, skill sets, the server's runtime)
             traced_run(workload, traces, config, mode, Path(folder))
-        measured = {mode: [] for mode in MODES}
+        measured: dict[str, list[dict]] = {mode: [] for mode in MODES}
         for _ in range(runs):
             for mode in MODES:
                 measured[mode].append(traced_run(workload, traces, config, mode, Path(folder)))
@@ -125,7 +125,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,8,100,1000")
     parser.add_argument("--decisions", type=int, default=2000)
-    parser.add_argument("--trace-runs", type=int, default=5, help="runs of each: trace off, on, live view, live view + MCAP")
+    parser.add_argument("--trace-runs", type=int, default=5,
+                        help="runs of each: trace off, on, live view, live view + MCAP")
     parser.add_argument("--json", help="result file (default out/bench/scheduling_cost.json)")
     args = parser.parse_args()
     figures, ratios = {}, {}

@@ -1,15 +1,16 @@
-"""ros2 launch llm_planner fleet.launch.py [config:=...] [fleet:=...] [policy:=...] [params_file:=...] [robots_per_process:=1]
+"""ros2 launch llm_planner fleet.launch.py [config:=...] [fleet:=...] [policy:=...] [params_file:=...]
+    [robots_per_process:=1]
 
 Starts the robot action servers of the fleet file (one per process by default) and the
 planner node, as separate processes. Which nodes and arguments is decided by llm_planner.ros.fleet_main.node_specs
 (tested Python); this file only wraps it. Without `ros2 launch`, `llm-planner-fleet` starts
 the same set in one process."""
 
+from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from launch import LaunchDescription
 from llm_planner.ros.fleet_main import node_specs
 
 

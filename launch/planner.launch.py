@@ -3,11 +3,11 @@
 Starts the planner node alone (robots run elsewhere); the node spec comes from
 llm_planner.ros.fleet_main.node_specs, the last entry of a fleet launch."""
 
+from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from launch import LaunchDescription
 from llm_planner.ros.fleet_main import node_specs
 
 

@@ -1,6 +1,7 @@
 """Real rclpy fixtures for the tests: a module that imports this one is skipped without a built
 ROS 2 workspace, except under `make test`, where a missing workspace is an error."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -9,8 +10,9 @@ import time
 import pytest
 
 if os.environ.get("LLM_PLANNER_REQUIRE_ROS"):
-    import llm_planner_interfaces  # noqa: F401
     import rclpy
+
+    import llm_planner_interfaces  # noqa: F401
 else:
     rclpy = pytest.importorskip("rclpy", reason="ROS 2 workspace not sourced (run tests via `make test`)")
     pytest.importorskip("llm_planner_interfaces", reason="interfaces not built (run `make setup`)")
@@ -38,10 +40,12 @@ def launched(command: list[str]) -> subprocess.Popen:
 
 
 def _signal_group(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # the group may have ended
         os.killpg(pid, sig)
-    except ProcessLookupError:  # the group has ended
-        pass
+
+
+def _executable(p: subprocess.Popen) -> str:
+    return str(p.args[0] if isinstance(p.args, (list, tuple)) else p.args)
 
 
 def stop_launched(procs: list[subprocess.Popen], sig: int = signal.SIGTERM,
@@ -52,11 +56,11 @@ def stop_launched(procs: list[subprocess.Popen], sig: int = signal.SIGTERM,
     would take the next tests' tasks."""
     for p in procs:
         _signal_group(p.pid, sig)
-    outcomes = []
+    outcomes: list[tuple[str, str, str, int | str]] = []
     for p in procs:
         try:
             out, err = p.communicate(timeout=timeout_s)
-            outcomes.append((p.args[0], out, err, p.returncode))
+            outcomes.append((_executable(p), out, err, p.returncode))
             continue
         except subprocess.TimeoutExpired:
             os.kill(p.pid, signal.SIGABRT)
@@ -66,5 +70,5 @@ def stop_launched(procs: list[subprocess.Popen], sig: int = signal.SIGTERM,
             _signal_group(p.pid, signal.SIGKILL)
             out, err = p.communicate()
         _signal_group(p.pid, signal.SIGKILL)  # what it started
-        outcomes.append((p.args[0], out, err, "hung, killed"))
+        outcomes.append((_executable(p), out, err, "hung, killed"))
     return outcomes

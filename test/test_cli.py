@@ -1,7 +1,6 @@
 import json
 
 import pytest
-
 from test_importer import ARTIFACT_JOBS, ARTIFACT_TRACES
 
 from llm_planner.commands.lrtrace import main as lrtrace_main

@@ -57,7 +57,8 @@ def test_every_task_ends_in_the_trace_as_in_its_record(traced_runs, policy):
 
 
 def test_the_paper_pauses_after_each_segment_and_timely_shrinks_the_batch_for_urgent_ones(traced_runs):
-    kinds = {policy: {(d.kind, d.reason) for d in traced.trace.decisions} for policy, (_, traced) in traced_runs.items()}
+    kinds = {policy: {(d.kind, d.reason) for d in traced.trace.decisions}
+             for policy, (_, traced) in traced_runs.items()}
     assert (Kind.SUSPENDED, Reason.PAUSED) in kinds["timelyllm-paper"]
     assert (Kind.SUSPENDED, Reason.PAUSED) not in kinds["timely"]
     assert (Kind.SUSPENDED, Reason.SHRUNK) in kinds["timely"] and (Kind.HELD, Reason.HOLD_RULE) in kinds["timely"]

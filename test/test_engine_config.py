@@ -62,7 +62,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def main_job_pace_reference() -> str:
     """The profile `make demo` paces its workload by (--pace-engine in the Makefile)."""
     demo = ROOT.joinpath("Makefile").read_text().split("\ndemo:", 1)[1].split("\n\n", 1)[0]
-    return re.search(r"--pace-engine (\S+)", demo).group(1)
+    pace = re.search(r"--pace-engine (\S+)", demo)
+    assert pace, "make demo names no --pace-engine"
+    return pace.group(1)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import time
 import jsonschema
 import pytest
 from mcap.reader import make_reader
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from llm_planner.lrtrace.composer import compose_preset, load_preset, mean_exec_times, preset_traces
@@ -50,7 +51,7 @@ class Subscriber:
                 if isinstance(frame, bytes) and frame[0] == MESSAGE_DATA:
                     (subscription,) = struct.unpack_from("<I", frame, 1)
                     self.received[self.topics[subscription]].append(json.loads(frame[13:]))
-        except Exception:  # the connection closes with the server
+        except ConnectionClosed:  # the connection closes with the server
             pass
 
 
@@ -77,7 +78,8 @@ def test_a_websocket_client_receives_every_channel_valid_against_its_schema(conf
     decisions = client.received["/llm_planner/view/decisions"]
     assert [d["task_id"] for d in decisions if d["kind"] == "ended"] == \
         [r.request.task_id for r in sorted(result.records, key=lambda r: r.finished_s)]
-    assert decisions[0]["timestamp"]["sec"] * 10**9 + decisions[0]["timestamp"]["nsec"] == int(decisions[0]["t_s"] * 1e9)
+    stamp = decisions[0]["timestamp"]
+    assert stamp["sec"] * 10**9 + stamp["nsec"] == int(decisions[0]["t_s"] * 1e9)
     last_utility = client.received["/llm_planner/view/utility"][-1]["levels"]
     assert last_utility["urgent"]["utility"] == pytest.approx(
         sum(r.utility for r in result.records if r.request.urgency_name == "urgent"), abs=1e-3)
@@ -106,7 +108,7 @@ def test_the_committed_layout_reads_only_channels_and_fields_the_view_sends():
 
     layout = json.loads((Path(__file__).resolve().parents[1] / "config/foxglove/llm_planner.json").read_text())
     paths = []
-    for panel, settings in layout["configById"].items():
+    for settings in layout["configById"].values():
         paths += [settings[key] for key in ("topicPath", "topicToRender") if key in settings]
         paths += [p["value"] for p in settings.get("paths", [])]
     assert len(paths) >= 12

@@ -5,8 +5,8 @@ alone: no line sends the reader to notes kept outside the repository."""
 
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 

@@ -1,7 +1,6 @@
 """What an operator may do to a running planner: change a task's urgency, see the queue."""
 
 import pytest
-
 from driven import Driven
 
 from llm_planner.domain.tasks import TaskRequest, TaskState

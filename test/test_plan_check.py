@@ -79,8 +79,9 @@ def test_scene_of_the_project_style_and_alerts():
     ("minispec_arm", "2{g('bolt');pk('bolt')};", False, ["grasps while the gripper holds an object: pk('bolt')"]),
     ("minispec_arm", "2{g('bolt');pk('bolt');g('bin');dr('bin')};l('pk(1) done');", False, []),
     ("minispec_arm", "?iv('bolt')==True{g('bolt');pk('bolt')};g('nut');pk('nut');", False, []),  # held or not
-    ("minispec_arm", "2{g('bolt');pk('bolt')", True, ["cut at the token limit", "plan ends in the middle of a statement",
-                                                 "grasps while the gripper holds an object: pk('bolt')"]),  # left open
+    ("minispec_arm", "2{g('bolt');pk('bolt')", True,
+     ["cut at the token limit", "plan ends in the middle of a statement",
+      "grasps while the gripper holds an object: pk('bolt')"]),  # left open
     ("python_arm", "take('bolt')\nmove_to(0.5, 0.5)\ntake('nut')\n", False,
      ["grasps while the gripper holds an object: take('nut')"]),
     ("python_arm", "if is_holding():\n    drop('bin')\ntake('nut')\n", False, []),
@@ -362,8 +363,8 @@ def test_two_reports_are_paired_task_by_task_with_a_sign_test(tmp_path, capsys):
     assert "only a" in capsys.readouterr().out
     # a report made with --against: both models' plans are judged again and paired
     both = tmp_path / "both.json"
-    both.write_text(json.dumps(report_of(["g('door');tp();", "mu(50);"])
-                               | {"model": "tuned", "against": report_of(["g('door');", "mu(50);"]) | {"model": "base"}}))
+    base = report_of(["g('door');", "mu(50);"]) | {"model": "base"}
+    both.write_text(json.dumps(report_of(["g('door');tp();", "mu(50);"]) | {"model": "tuned", "against": base}))
     assert main(["plans", str(both), "--recheck", "--json", str(out)]) == 0
     saved = json.loads(out.read_text())
     assert saved["against"]["task_rate"] == 0.5 and saved["paired"]["only_first"] == 1

@@ -15,9 +15,10 @@ from llm_planner.domain.tuf import Tuf
 from llm_planner.robots.backends import SimBackend
 
 PLAN = "mu(50);mf(50);tp();"
+TUF = Tuf(1, 1, 1.5)
 
 
-def task(task_id="a", plan=PLAN, tuf=Tuf(1, 1, 1.5)):
+def task(task_id="a", plan=PLAN, tuf=TUF):
     return TaskRequest(task_id, "drone1", "tello", "Scene: [door, chair]. Fly forward 50 cm and take a photo.",
                        "normal", tuf, 0.0, plan)
 

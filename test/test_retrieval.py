@@ -64,7 +64,8 @@ def test_a_corpus_file_is_read_and_k_zero_shows_none(tmp_path):
     corpus.write_text("\n".join(json.dumps(r) for r in ROWS) + "\n")
     assert examples_for("minispec_drone", "Scene: [door]. Back up 1 m.", 0, str(corpus)) == ()
     assert examples_for("minispec_drone", "Scene: [door]. Back up 1 m.", 1, str(corpus))[0][1] == "mb(50);"
-    assert ExampleIndex.load("config/tuning/corpus.jsonl").skill_sets == ["minispec_arm", "minispec_drone", "python_arm"]
+    skill_sets = ExampleIndex.load("config/tuning/corpus.jsonl").skill_sets
+    assert skill_sets == ["minispec_arm", "minispec_drone", "python_arm"]
 
 
 def test_the_sim_engine_prefills_the_examples_as_the_tasks_own_tokens(tokenizer):

@@ -52,11 +52,11 @@ def test_a_goal_for_an_unknown_robot_or_with_bad_fields_is_rejected_with_the_rea
 
 
 def test_canceling_the_goal_cancels_the_task_its_robot_call_and_its_engine_place(fleet):
-    from llm_planner_interfaces.action import PlanTask
-    from llm_planner_interfaces.msg import Task
     from rclpy.action import ActionClient
 
     from llm_planner.domain.names import PLAN_TASK_ACTION
+    from llm_planner_interfaces.action import PlanTask
+    from llm_planner_interfaces.msg import Task
 
     client = Ctl()
     try:
@@ -86,9 +86,8 @@ def test_canceling_the_goal_cancels_the_task_its_robot_call_and_its_engine_place
 
 
 def test_a_normal_task_raised_to_urgent_overtakes_the_queue(fleet, capsys):
-    from llm_planner_interfaces.srv import SetUrgency
-
     from llm_planner.domain.names import SET_URGENCY_SERVICE
+    from llm_planner_interfaces.srv import SetUrgency
 
     c = fleet.client
     ids = [f"q{n}" for n in range(6)]
@@ -167,11 +166,11 @@ def test_the_safety_gate_stops_a_forbidden_call_and_waits_for_approvals(fleet, c
 
 
 def test_a_task_sent_twice_under_one_id_leaves_the_first_ones_goal_alone(fleet):
-    from llm_planner_interfaces.action import PlanTask
-    from llm_planner_interfaces.msg import Task
     from rclpy.action import ActionClient
 
     from llm_planner.domain.names import PLAN_TASK_ACTION
+    from llm_planner_interfaces.action import PlanTask
+    from llm_planner_interfaces.msg import Task
 
     c = fleet.client
     client = Ctl()

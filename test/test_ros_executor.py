@@ -119,8 +119,9 @@ def test_an_action_message_and_the_callbacks_it_completes_run_in_one_turn_in_rcl
     waitable's own callbacks before the done callbacks its futures schedule), and both in
     the one turn that took them."""
     from action_msgs.msg import GoalStatus
-    from llm_planner_interfaces.action import ExecuteSegment
     from rclpy.action import ActionClient, ActionServer
+
+    from llm_planner_interfaces.action import ExecuteSegment
 
     client_node, server_node = ros("executor_action_client"), ros("executor_action_server")
     release, ended = threading.Event(), threading.Event()
@@ -214,10 +215,10 @@ def test_goals_sent_from_another_thread_all_get_their_response_in_the_executors_
     (`rclpy_compat.send_goal`). rclpy 9.1's `send_goal_async` registers each goal twice, the
     second time outside the client's lock, so a response the executor took in between was lost
     (one in five runs of a 500-task burst test); and every goal left a future behind."""
-    from llm_planner_interfaces.action import ExecuteSegment
     from rclpy.action import ActionClient, ActionServer
 
     from llm_planner.ros.rclpy_compat import send_goal
+    from llm_planner_interfaces.action import ExecuteSegment
 
     client_node, server_node = ros("send_goal_client"), ros("send_goal_server")
 

@@ -52,7 +52,7 @@ def test_tasks_succeed_with_segments_in_order(fleet):
     for task_id, (robot, trace) in jobs.items():
         c.publish(task_id, robot, instruction(trace))
     assert c.wait_terminal(jobs, timeout=60)
-    for task_id, (robot, trace) in jobs.items():
+    for task_id, (_, trace) in jobs.items():
         final = c.terminal(task_id)
         assert final.state == final.SUCCEEDED, (task_id, final.message)
         assert states(c, task_id)[0] == final.QUEUED
@@ -181,8 +181,9 @@ def test_robot_that_disappears_fails_the_task(fleet):
 
 def test_goal_cancel_stops_the_call_and_is_reported(fleet):
     from action_msgs.msg import GoalStatus
-    from llm_planner_interfaces.action import ExecuteSegment
     from rclpy.action import ActionClient
+
+    from llm_planner_interfaces.action import ExecuteSegment
 
     node = fleet.client
     client = ActionClient(node, ExecuteSegment, "/drone2/execute_segment")
@@ -199,7 +200,7 @@ def test_goal_cancel_stops_the_call_and_is_reported(fleet):
         assert wait_until(lambda: robot._running is not None, 10)
         running = robot._running
         assert bytes(running.goal_handle.goal_id.uuid) == bytes(handle.goal_id.uuid)
-        assert "{0}".format(running.goal_handle.goal_id.uuid) == bytes(handle.goal_id.uuid).hex()
+        assert f"{running.goal_handle.goal_id.uuid}" == bytes(handle.goal_id.uuid).hex()
         canceling = handle.cancel_goal_async()
         assert wait_until(canceling.done, 10)
         result = handle.get_result_async()
@@ -226,8 +227,9 @@ def test_empty_task_id_gets_one_assigned(fleet):
 def test_robot_server_executes_the_goals_calls_not_its_text(fleet):
     """The planner parsed the segment and sends its calls; the server runs those (feedback
     names each), and a call that is not one of the robot's skills fails the goal with why."""
-    from llm_planner_interfaces.action import ExecuteSegment
     from rclpy.action import ActionClient
+
+    from llm_planner_interfaces.action import ExecuteSegment
 
     client = ActionClient(fleet.client, ExecuteSegment, "/drone1/execute_segment")
 
@@ -259,8 +261,9 @@ def test_a_plans_next_waiting_segment_follows_without_a_gap(fleet):
     second's first, and that last call's time runs to the second's start (as it would inside
     one goal), so the robot's own work between them (here a parse made slow on purpose) is not
     counted as waiting for the planner."""
-    from llm_planner_interfaces.action import ExecuteSegment
     from rclpy.action import ActionClient
+
+    from llm_planner_interfaces.action import ExecuteSegment
 
     client = ActionClient(fleet.client, ExecuteSegment, "/drone2/execute_segment")
     server = fleet.fleet.robot("drone2")
@@ -302,10 +305,10 @@ def test_an_empty_last_segment_ends_the_plan_and_the_robot_goes_on_at_once(fleet
     """A plan whose end came after its last segment was sent ends with an empty last segment:
     the robot accepts it, and its next task starts without the hold for the ended plan's next
     segment."""
-    from llm_planner_interfaces.action import ExecuteSegment
     from rclpy.action import ActionClient
 
     from llm_planner.dispatch.robot_queue import TASK_HOLD_S
+    from llm_planner_interfaces.action import ExecuteSegment
 
     client = ActionClient(fleet.client, ExecuteSegment, "/drone2/execute_segment")
 
@@ -361,11 +364,11 @@ def test_an_ended_goal_leaves_the_status_list_but_its_result_is_still_answered(f
     an ended goal leaves the list after GOAL_LISTED_S, but the robot answers for its result
     for the fleet's result_kept_s (a late or repeated request gets the same result)."""
     from action_msgs.msg import GoalStatus, GoalStatusArray
-    from llm_planner_interfaces.action import ExecuteSegment
     from rclpy.action import ActionClient
     from rclpy.qos import qos_profile_action_status_default
 
     from llm_planner.ros.robot_server import GOAL_LISTED_S
+    from llm_planner_interfaces.action import ExecuteSegment
 
     node = fleet.client
     kept_s = fleet.fleet.robot("drone2").result_kept_s

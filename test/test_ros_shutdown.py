@@ -136,7 +136,7 @@ def _spun_until_signal(stall: bool) -> subprocess.Popen:
     """The process, once its SIGTERM handler is set (Python catches SIGINT from the start)."""
     proc = launched([sys.executable, "-c", SPUN_UNTIL_SIGNAL.format(stall=stall)])
     try:
-        assert proc.stdout.readline() == "spinning\n"
+        assert proc.stdout is not None and proc.stdout.readline() == "spinning\n"
         deadline = time.monotonic() + 30
         while not _catches_sigterm(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.02)

@@ -4,8 +4,8 @@ import random
 import pytest
 
 from llm_planner.domain.tuf import Tuf
-from llm_planner.sched.queues import PudQueue, QueueEntry, StaticQueue, bucket_gen_time
 from llm_planner.sched.policies import get_policy
+from llm_planner.sched.queues import PudQueue, QueueEntry, StaticQueue, bucket_gen_time
 from llm_planner.testing.naive_queue import NaiveRebuildQueue
 
 NORMAL, URGENT = Tuf(1, 1, 1.5), Tuf(2, 0.2, 0.5)

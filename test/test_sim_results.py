@@ -5,9 +5,9 @@ import shutil
 
 import pytest
 
-from llm_planner.settings.config import load_planner_config
 from llm_planner.commands import results as sim_results
 from llm_planner.commands.results import RESULTS, differences, load_manifest, write_configs
+from llm_planner.settings.config import load_planner_config
 
 # A quick entry of the list (held-out arms, 3 seeds, the urgent tasks alone): seconds to rerun.
 QUICK = "contention/arm_heavy-x3-batch2-urgent-only"

@@ -7,7 +7,7 @@ def test_pieces_rebuild_the_text(tokenizer):
     assert "".join(pieces) == text
     assert len(pieces) == count_tokens(tokenizer, text) > 10
     assert pieces[:4] == ["s", "('", "person", "');"]
-    assert ["1", "5", "0"] == pieces[pieces.index("mf") + 2 : pieces.index("mf") + 5]  # digits one by one
+    assert pieces[pieces.index("mf") + 2 : pieces.index("mf") + 5] == ["1", "5", "0"]  # digits one by one
 
 
 def test_chat_markers_are_single_tokens(tokenizer):

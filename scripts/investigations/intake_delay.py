@@ -37,11 +37,11 @@ def main() -> None:
                 print(f"  published -> queued, {name} ({len(ids)}): p50 {statistics.median(values) * 1000:.0f} ms, "
                       f"largest {max(values) * 1000:.0f} ms")
         held = [t for t in delay if t in admitted and admitted[t] - queued[t] >= args.held]
-        for task in sorted(held, key=published.get):
+        for task in sorted(held, key=published.__getitem__):
             print(f"    {task}: published at {published[task] - start:.2f} s, "
                   f"queued after {delay[task] * 1000:.0f} ms, "
                   f"admitted {(admitted[task] - queued[task]) * 1000:.0f} ms later, at {admitted[task] - start:.2f} s")
-        for task in sorted(urgent & set(delay), key=published.get):
+        for task in sorted(urgent & set(delay), key=published.__getitem__):
             first = f"{(sent[task] - published[task]) * 1000:.0f} ms" if task in sent else "never"
             print(f"    {task} (urgent): published at {published[task] - start:.2f} s, queued after "
                   f"{delay[task] * 1000:.0f} ms, first segment sent after {first}")

@@ -26,6 +26,7 @@ import json
 import re
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -35,6 +36,11 @@ from llm_planner.predictor.features import task_features
 from llm_planner.predictor.predict import LengthPredictor
 from llm_planner.predictor.rank import spearman
 from llm_planner.settings.paths import data_path
+
+if TYPE_CHECKING:
+    from llm_planner.catalog.skills import SkillSet
+
+T = TypeVar("T")
 
 FOLDS = 5
 COMMITTED_SAMPLES = Path(__file__).resolve().parents[2] / "docs" / "results" / "predictor" / "predictor-plans.jsonl"
@@ -69,10 +75,10 @@ def nearest(fit: list[PlanSample], new: list[PlanSample], k: int) -> np.ndarray:
     return np.asarray(out)
 
 
-def cross_validated(choices, fit_predict, n: int, y: np.ndarray) -> object:
+def cross_validated(choices: list[T], fit_predict, n: int, y: np.ndarray) -> T:
     """The choice with the lowest mean absolute error (tokens) over the folds of the training plans."""
     folds = np.random.default_rng(0).permutation(n) % FOLDS
-    best, best_error = None, np.inf
+    best, best_error = choices[0], np.inf
     for choice in choices:
         predicted = np.zeros(n)
         for f in range(FOLDS):
@@ -100,7 +106,8 @@ def hidden_states(samples: list[PlanSample]) -> tuple[np.ndarray, float]:
     path = resolve_model("smollm2-135m-instruct")
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-    skill_sets, states, started = {}, [], time.perf_counter()
+    skill_sets: dict[str, SkillSet] = {}
+    states, started = [], time.perf_counter()
     for s in samples:
         skill_set = skill_sets.setdefault(s.skill_set, load_skill_set(s.skill_set))
         chat = [{"role": "system", "content": skill_set.prompt()},

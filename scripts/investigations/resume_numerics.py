@@ -46,10 +46,10 @@ def _run_one(dtype: str, max_tokens: int) -> dict:
             captured.setdefault(gen_id, []).extend(ro.outputs[0].logprobs or [])
         return outs
 
-    engine.llm.step = recording_step
+    engine.llm.step = recording_step  # type: ignore[method-assign]  # recording is the point
     requests = [plan_request(f"g{i}", ss, task, max_tokens=max_tokens) for i, (ss, task) in enumerate(TASKS)]
     result = {}
-    runs = {}
+    runs: dict[str, dict] = {}
     for mode in ("plain", "segmented"):
         engine.reset()
         captured.clear()

@@ -28,7 +28,7 @@ def main() -> None:
         response = {msg.task_id: msg.response_time_s for _, msg in recorded.statuses
                     if msg.state == TaskState.SUCCEEDED}
         print(path)
-        for task in sorted(set(sent) & set(response) & set(queued), key=published.get):
+        for task in sorted(set(sent) & set(response) & set(queued), key=published.__getitem__):
             to_send = sent[task] - queued[task]
             late = response[task] - to_send
             if late >= args.least:

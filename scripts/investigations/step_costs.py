@@ -54,6 +54,7 @@ def main() -> None:
             urgent = sorted((r for r in run.records if r.request.urgency_name == "urgent"),
                             key=lambda r: r.request.arrival_s)
             print(f"== {variant.label}, seed {seed}")
+            assert run.trace is not None, "the runs are made with their decision trace"
             for record in urgent:
                 task_id, arrived = record.request.task_id, record.request.arrival_s
                 sent = record.segments[0].dispatched_s if record.segments else float("nan")

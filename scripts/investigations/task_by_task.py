@@ -30,7 +30,7 @@ def show(runs: dict, first: str, second: str) -> None:
         ran_first = next(label for label in run_order(list(runs), seed) if label in (first, second))
         print(f"seed {seed} ({ran_first} ran first): task, level, utility / max, first segment sent s and "
               f"units in it: {first} | {second}")
-        gained = defaultdict(float)
+        gained: defaultdict[str, float] = defaultdict(float)
         for a in sorted(a_run.records, key=lambda r: r.request.arrival_s):
             b = b_by_id[a.request.task_id]
             gained[a.request.urgency_name] += a.utility - b.utility
