@@ -242,6 +242,33 @@ def test_a_batch_with_shared_prefixes_learns_exactly_what_the_whole_chats_teach(
         with_shared_prefixes([([5, 6], [5, 6])], ["a"])
 
 
+def test_embedding_noise_perturbs_the_inputs_while_training_only_and_within_its_bound():
+    """NEFTune: uniform noise of at most alpha / sqrt(tokens x width) on each input embedding,
+    fresh every pass, and none once the model is in eval mode."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from llm_planner.tuning.train import add_embedding_noise
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                         num_attention_heads=4, num_key_value_heads=2))
+    embed = model.get_input_embeddings()
+    ids = torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8]])
+    clean = embed(ids).detach()
+    handle = add_embedding_noise(model, alpha=5.0)
+    model.train()
+    first, second = embed(ids).detach(), embed(ids).detach()
+    bound = 5.0 / (8 * 32) ** 0.5
+    assert 0.5 * bound < float((first - clean).abs().max()) <= bound
+    assert not torch.equal(first, second)
+    model.eval()
+    assert torch.equal(embed(ids), clean)
+    handle.remove()
+    model.train()
+    assert torch.equal(embed(ids), clean)
+
+
 @pytest.mark.slow
 def test_tuning_further_starts_from_the_given_adapters_weights(tmp_path, rows):
     """One step at learning rate 0 changes nothing, so an adapter tuned further that way keeps
@@ -325,6 +352,8 @@ def test_a_quick_try_tunes_on_rows_drawn_across_the_templates(tmp_path, monkeypa
         args = parser.parse_args(
             ["tune-model", "--base-model", str(tmp_path), "-o", str(tmp_path / "a"), "--limit", "0"])
         args.func(args)
+    with pytest.raises(ValueError, match="--embedding-noise -1.0: give 0"):
+        try_with("--embedding-noise", "-1")
 
 
 def test_another_base_model_is_tuned_into_a_folder_of_its_own(tmp_path):

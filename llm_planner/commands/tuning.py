@@ -34,6 +34,13 @@ def add_parser(sub) -> None:
     p.add_argument("--rank", type=int, default=8)
     p.add_argument("--seed", type=int, default=0, help="LoRA initialisation and batch order")
     p.add_argument(
+        "--embedding-noise",
+        type=float,
+        default=0.0,
+        metavar="ALPHA",
+        help="noise on the input embeddings while training (NEFTune's alpha, e.g. 5; default 0: none)",
+    )
+    p.add_argument(
         "--limit", type=int, help="only N tuning rows, drawn at random with --seed across every template (a quick try)"
     )
     p.add_argument(
@@ -91,6 +98,8 @@ def cmd_tune_model(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit {args.limit}: give at least 1 row")
+    if args.embedding_noise < 0:
+        raise ValueError(f"--embedding-noise {args.embedding_noise}: give 0 (none) or more")
     corpora = args.corpus or [str(CORPUS)]
     rows = [r for corpus in corpora for r in load_corpus(corpus) if r.split == "tune"]
     if args.limit:
@@ -113,7 +122,12 @@ def cmd_tune_model(args: argparse.Namespace) -> int:
         device, bf16, where = "cpu", info.best_dtype == "bfloat16", f"{info.describe()}, {threads} threads"
     print(f"tuning {base.name} on {len(rows)} tasks ({where}, {'bfloat16' if bf16 else 'float32'})")
     settings = TuneSettings(
-        epochs=args.epochs, learning_rate=args.learning_rate, rank=args.rank, alpha=2 * args.rank, seed=args.seed
+        epochs=args.epochs,
+        learning_rate=args.learning_rate,
+        rank=args.rank,
+        alpha=2 * args.rank,
+        seed=args.seed,
+        embedding_noise=args.embedding_noise,
     )
     start_from = Path(args.start_from) if args.start_from else None
     if start_from is not None and not (start_from / "adapter_model.safetensors").is_file():
