@@ -1,6 +1,7 @@
 """The code checks of `make test` reach every Python file of the project, so none can rot
 unseen: ruff lints all of them (ruff.toml) and mypy checks all but the launch files
-(setup.cfg: a `launch/` folder would hide ROS 2's `launch` package from it)."""
+(setup.cfg: a `launch/` folder would hide ROS 2's `launch` package from it), the package's
+functions without annotations included."""
 
 import configparser
 import fnmatch
@@ -29,6 +30,8 @@ def test_mypy_checks_every_folder_of_python_but_the_launch_files():
     checked = {f.strip() for f in config["mypy"]["files"].split(",")}
     assert "llm_planner" in checked
     assert python_folders() - {"."} - NOT_TYPE_CHECKED <= checked
+    # the package's functions are checked whether or not they carry annotations
+    assert config["mypy-llm_planner.*"].getboolean("check_untyped_defs")
 
 
 def test_ruff_lints_every_python_file_and_format_checks_the_package():

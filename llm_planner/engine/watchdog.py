@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from llm_planner.domain.clock import Clock
-from llm_planner.engine.base import Continuation, Engine, EngineError, GenerationRequest, StepResult
+from llm_planner.engine.base import Continuation, Engine, EngineError, EngineStats, GenerationRequest, StepResult
 from llm_planner.engine.calibration import StepCorrection
 
 log = logging.getLogger(__name__)
@@ -150,11 +150,15 @@ class WatchedEngine(Engine):
     def step_correction(self) -> StepCorrection:
         return self.inner.step_correction()
 
+    # Writable, as on every engine: the wrapped engine's.
     @property
-    def stats(self):
+    def stats(self) -> EngineStats:
         return self.inner.stats
 
-    # Writable, as on every engine: the wrapped engine's.
+    @stats.setter
+    def stats(self, value: EngineStats) -> None:
+        self.inner.stats = value
+
     @property
     def needs_recorded_plan(self) -> bool:
         return self.inner.needs_recorded_plan

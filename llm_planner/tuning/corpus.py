@@ -583,7 +583,7 @@ def _repeat_drone(rng, scene, absent):
 def _repeat_arm(rng, scene, absent):
     things = [s for s in scene if s not in ARM_PLACES]
     places = [s for s in scene if s in ARM_PLACES]
-    steps = []
+    steps: list[tuple[str, list]] = []
     while len(steps) < rng.choice([1, 1, 2]):
         phrase, actions = _arm_step(rng, things, places)
         if actions[-1][0] != "pick":  # picking again and again, holding the object, is no task
@@ -777,7 +777,7 @@ def _hazard_artifact(rng, scene, absent):
     it first, then finishes the plan: an interrupted goto again, the steps not yet run, but no
     move into the hazard."""
     obj = rng.choice(scene)
-    original = []
+    original: list[tuple] = []
     while len(original) < rng.choice([2, 2, 3]):
         _, actions = _drone_step(rng, [obj])
         if actions[0][0] not in ("say", "wait") or original:
@@ -861,7 +861,7 @@ def _arm_failure(rng, scene, absent):
     if what == "other" and len(places) < 2:
         failure, what = _ARM_FAILURES[0]
     other = rng.choice([p for p in places if p != place]) if what == "other" else place
-    actions = [("pick", obj), ("place", other)]
+    actions: list[tuple] = [("pick", obj), ("place", other)]
     if what == "pause":
         actions = [("pause",)] + actions
     return {
