@@ -208,6 +208,19 @@ def test_the_gripper_holds_one_object_at_a_time(name, plan, admitted):
     assert _in_task_grammar(name, f"ALERT: the cup slipped. {task}", plan) is admitted
 
 
+def test_a_scene_object_is_named_as_each_syntax_can_quote_it():
+    task = "Scene: [kid's cup, cup;1, plate]. Put the kid's cup on the plate."
+    place = "move_to(object_x('plate'), object_y('plate'))\ndrop('plate')\n"
+    assert _in_task_grammar("python_arm", task, "take(\"kid's cup\")\n" + place)
+    assert _in_task_grammar("python_arm", task, "take('cup;1')\n" + place)
+    assert not _in_task_grammar("python_arm", task, "take('kid')\n" + place)
+    # MiniSpec's strings hold no quote, semicolon or brace: those objects cannot be named
+    assert _in_task_grammar("minispec_arm", task, "g('plate');pk('plate');")
+    assert not _in_task_grammar("minispec_arm", task, "g('cup');pk('cup');")
+    # where no object of the scene can be named, any short name is admitted
+    assert _in_task_grammar("minispec_arm", "Scene: [kid's cup]. Lift it.", "g('cup');pk('cup');")
+
+
 @pytest.mark.parametrize("name, statement", [("minispec_arm", "l('x');"), ("python_arm", "say('x')\n")])
 def test_a_run_that_tracks_the_gripper_still_ends(name, statement):
     skill_set = load_skill_set(name)

@@ -464,14 +464,27 @@ class TaskScope:
         """`hazards`: an alert's first action avoids what its account says of its hazard, and a
         warning in plain words that places one is an alert (catalog/hazards.py)."""
         task = parse_task_text(task_text)
-        objects = tuple(dict.fromkeys(n for n in task.object_names if _quotable(n)))
+        objects = tuple(dict.fromkeys(n for n in task.object_names if _nameable(n)))
         alert = task.error_follow_up or (hazards and is_warning(task_text))
         unsafe = unsafe_first_moves(task_text) if alert and hazards else ()
         return cls(objects, word_groups(task.instruction) if objects else (), alert, unsafe)
 
 
-def _quotable(name: str) -> bool:
-    return 0 < len(name) <= 40 and not set(name) & set("'\"\\\n{};")
+def _nameable(name: str) -> bool:
+    return 0 < len(name) <= 40 and not set(name) & set("\\\n")
+
+
+# How each syntax quotes an object's name: with the first of its quotes the name does not hold,
+# and never a name holding what its strings cannot (MiniSpec: the marks that end statements and
+# blocks, and any quote).
+_QUOTES = {"minispec": ("'",), "python": ("'", '"')}
+_NOT_IN_STRINGS = {"minispec": set('{};"'), "python": set()}
+
+
+def _quoted(name: str, syntax: str) -> str | None:
+    if set(name) & _NOT_IN_STRINGS[syntax]:
+        return None
+    return next((f"{q}{name}{q}" for q in _QUOTES[syntax] if q not in name), None)
 
 
 def word_groups(instruction: str, longest: int = 3) -> tuple[str, ...]:
@@ -489,20 +502,21 @@ def word_groups(instruction: str, longest: int = 3) -> tuple[str, ...]:
     return tuple(dict.fromkeys(groups))
 
 
-def _names_rule(rule: str, names: tuple[str, ...]) -> str:
-    return f"{rule} ::= " + " | ".join(_ebnf_string(f"'{n}'") for n in names) + "\n"
+def _names_rule(rule: str, quoted: list[str]) -> str:
+    return f"{rule} ::= " + " | ".join(_ebnf_string(q) for q in quoted) + "\n"
 
 
 @lru_cache(maxsize=1024)  # a live planner sees the same scenes again and again
 def plan_grammar(skill_set: SkillSet, scope: TaskScope = TaskScope()) -> str:
     """The plans constrained decoding admits for a task (a subset of the syntax), as EBNF."""
     grammar = _grammar(skill_set, plan=True, alert=scope.alert, unsafe_first=scope.unsafe_first)
-    if not scope.objects:
+    names = {n: q for n in scope.objects if (q := _quoted(n, skill_set.syntax))}
+    if not names:  # no scene, or none of its names can be written in this syntax
         return grammar + _ANY_OBJECT
-    extra = tuple(w for w in scope.task_words if w not in scope.objects)
+    extra = [f"'{w}'" for w in scope.task_words if w not in names]
     return (
         grammar
-        + _names_rule("obj", scope.objects)
+        + _names_rule("obj", list(names.values()))
         + (_names_rule("qobj", extra).replace("::= ", "::= obj | ", 1) if extra else "qobj ::= obj\n")
     )
 
