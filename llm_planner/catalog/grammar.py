@@ -19,7 +19,9 @@ Two grammars per skill set:
   loop's body does not end holding what it grasped (its second pass would grasp again).
   A task narrows its plan grammar (`TaskScope`): with a scene, an action names one of the
   scene's objects, and a search or a query (in MiniSpec, and a conditional's body on one) may
-  also name a word group of the instruction. In Python a query that an action's argument reads
+  also name a word group of the instruction. Of numbered objects of one kind (`cup_1`,
+  `cup_2`), those the instruction's place or size words rule out are left out ("the cup on
+  the left"; catalog/referents.py). In Python a query that an action's argument reads
   (`move_to(object_x('cup'), ...)`) names a scene object (an action's argument is a query or a
   literal, never another action, with or without a scene). An error follow-up opens with a
   plain action, never a block, and where the alert places a hazard or tells of one close by,
@@ -45,6 +47,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 
 from llm_planner.catalog.hazards import is_warning, unsafe_first_moves
+from llm_planner.catalog.referents import unmeant
 from llm_planner.catalog.scene import parse_task_text
 from llm_planner.catalog.skills import Skill, SkillSet, expand_regex
 
@@ -464,7 +467,8 @@ class TaskScope:
         """`hazards`: an alert's first action avoids what its account says of its hazard, and a
         warning in plain words that places one is an alert (catalog/hazards.py)."""
         task = parse_task_text(task_text)
-        objects = tuple(dict.fromkeys(n for n in task.object_names if _nameable(n)))
+        ruled_out = unmeant(task)
+        objects = tuple(dict.fromkeys(n for n in task.object_names if _nameable(n) and n not in ruled_out))
         alert = task.error_follow_up or (hazards and is_warning(task_text))
         unsafe = unsafe_first_moves(task_text) if alert and hazards else ()
         return cls(objects, word_groups(task.instruction) if objects else (), alert, unsafe)
