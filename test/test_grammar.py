@@ -163,14 +163,15 @@ def test_an_arm_whose_gate_allows_no_query_moves_to_coordinates():
     arm = load_skill_set("python_arm")
     gated = restricted(arm, SafetyRules.of(arm, allow=["move_to", "take", "drop"]))
     scope = TaskScope.of_task("Scene: [cup, tray]. Put the cup on the tray.")
-    assert check_plan(gated, "move_to(0.3, 0.4)\ntake('cup')\n", strict=True, scope=scope) is None
+    plan = "move_to(0.3, 0.4)\ntake('cup')\nmove_to(0.6, 0.2)\ndrop('tray')\n"
+    assert check_plan(gated, plan, strict=True, scope=scope) is None
     assert check_plan(gated, "move_to(object_x('cup'), object_y('cup'))\n", strict=True, scope=scope) is not None
 
 
 @pytest.mark.parametrize("name, plan, admitted", [
     ("minispec_drone", "mb(50);?s('poster')==True{g('poster')};", True),
     ("minispec_drone", "?s('wall')==True{mb(50)};", False),  # a block is sent only once it closes
-    ("python_arm", "move_to(object_x('cup'), object_y('cup'))\ntake('cup')\n", True),
+    ("python_arm", "move_to(object_x('cup'), object_y('cup'))\ntake('cup')\nsay('got it')\n", True),
     ("python_arm", "if is_holding():\n    drop('tray')\n", False),
 ])
 def test_an_error_follow_up_opens_with_a_plain_action(name, plan, admitted):
@@ -202,7 +203,7 @@ _MOVE_CUP = "move_to(object_x('cup'), object_y('cup'))\n"
     ("python_arm", "take('cup')\nif is_holding():\n    drop('tray')\ntake('lid')\n", True),
 ])
 def test_the_gripper_holds_one_object_at_a_time(name, plan, admitted):
-    task = "Scene: [cup, lid, tray]. Tidy up."
+    task = "Scene: [cup, lid, tray]. Tidy up, then hold what is left."
     assert _in_task_grammar(name, task, plan) is admitted
     # an alert's first action counts too
     assert _in_task_grammar(name, f"ALERT: the cup slipped. {task}", plan) is admitted
@@ -215,10 +216,40 @@ def test_a_scene_object_is_named_as_each_syntax_can_quote_it():
     assert _in_task_grammar("python_arm", task, "take('cup;1')\n" + place)
     assert not _in_task_grammar("python_arm", task, "take('kid')\n" + place)
     # MiniSpec's strings hold no quote, semicolon or brace: those objects cannot be named
-    assert _in_task_grammar("minispec_arm", task, "g('plate');pk('plate');")
-    assert not _in_task_grammar("minispec_arm", task, "g('cup');pk('cup');")
+    assert _in_task_grammar("minispec_arm", task, "g('plate');pk('plate');l('x');")
+    assert not _in_task_grammar("minispec_arm", task, "g('cup');pk('cup');l('x');")
     # where no object of the scene can be named, any short name is admitted
     assert _in_task_grammar("minispec_arm", "Scene: [kid's cup]. Lift it.", "g('cup');pk('cup');")
+
+
+_TAKE_CUP = _MOVE_CUP + "take('cup')\n"
+
+
+@pytest.mark.parametrize("task, minispec, python, admitted", [
+    # it stops right after grasping
+    ("Put the cup on the tray.", "g('cup');pk('cup');", _TAKE_CUP, False),
+    ("Put the cup on the tray.", "g('cup');pk('cup');g('tray');dr('tray');",
+     _TAKE_CUP + "move_to(object_x('tray'), object_y('tray'))\ndrop('tray')\n", True),
+    ("Put the cup on the tray.", "g('cup');pk('cup');l('cannot reach the tray');",
+     _TAKE_CUP + "say('cannot reach the tray')\n", True),
+    ("Put the cup on the tray.", "2{g('cup');l('x')};g('cup');pk('cup');",
+     "for i in range(2):\n    say('x')\n" + _TAKE_CUP, False),  # after a block too
+    ("Pick up the cup.", "g('cup');pk('cup');", _TAKE_CUP, True),  # the task asks it to hold the cup
+    ("Grab the cup and keep it.", "g('cup');pk('cup');", _TAKE_CUP, True),
+    # an error follow-up's quoted plan is no request to hold
+    ("Task: [E] You provided me with plan take('cup'), but it failed.", "g('cup');pk('cup');", _TAKE_CUP, False),
+])
+def test_a_plan_does_not_stop_right_after_a_grasp_unless_asked_to_hold(task, minispec, python, admitted):
+    assert _in_task_grammar("minispec_arm", f"Scene: [cup, tray]. {task}", minispec) is admitted
+    assert _in_task_grammar("python_arm", f"Scene: [cup, tray]. {task}", python) is admitted
+
+
+def test_a_python_block_starts_from_the_gripper_before_it():
+    task = "Scene: [cup, lid, tray]. Tidy up, then hold what is left."
+    took = _MOVE_CUP + "take('cup')\n"
+    assert not _in_task_grammar("python_arm", task, took + "for obj in ['lid']:\n    take(obj)\n")
+    assert _in_task_grammar("python_arm", task, took + "drop('tray')\nfor obj in ['lid']:\n    take(obj)\n")
+    assert _in_task_grammar("python_arm", task, took + "if is_holding():\n    drop('tray')\n")
 
 
 @pytest.mark.parametrize("name, statement", [("minispec_arm", "l('x');"), ("python_arm", "say('x')\n")])

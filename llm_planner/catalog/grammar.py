@@ -16,7 +16,8 @@ Two grammars per skill set:
   repeat guard (catalog/statements.py): a grammar cannot count. An arm's gripper holds one
   object at a time: in a run of top-level statements and in a block's body, a plan grasps
   nothing while it holds what it grasped, and releases nothing it has already released; a
-  loop's body does not end holding what it grasped (its second pass would grasp again).
+  loop's body does not end holding what it grasped (its second pass would grasp again). A
+  Python block's body starts from what the gripper holds before it.
   A task narrows its plan grammar (`TaskScope`): with a scene, an action names one of the
   scene's objects, and a search or a query (in MiniSpec, and a conditional's body on one) may
   also name a word group of the instruction. Of numbered objects of one kind (`cup_1`,
@@ -25,7 +26,9 @@ Two grammars per skill set:
   (`move_to(object_x('cup'), ...)`) names a scene object (an action's argument is a query or a
   literal, never another action, with or without a scene). An error follow-up opens with a
   plain action, never a block, and where the alert places a hazard or tells of one close by,
-  that action moves neither toward it nor toward any object (catalog/hazards.py).
+  that action moves neither toward it nor toward any object (catalog/hazards.py). An arm's
+  plan stops right after a grasp only where the instruction asks it to hold something ("pick
+  up", "grab", "lift"; `asks_to_hold`): "Put the cup on the tray" never ends at `pk('cup')`.
 
 MiniSpec  statements end with ';' (optional before '}' and after a block), loops `N{...}`
           (N < 100; in the plan grammar 2-9), conditionals `?a==b&c<d{...}`, assignments
@@ -48,7 +51,7 @@ from functools import cache, lru_cache
 
 from llm_planner.catalog.hazards import is_warning, unsafe_first_moves
 from llm_planner.catalog.referents import unmeant
-from llm_planner.catalog.scene import parse_task_text
+from llm_planner.catalog.scene import TaskText, parse_task_text
 from llm_planner.catalog.skills import Skill, SkillSet, expand_regex
 
 _COMMON = r"""
@@ -76,8 +79,6 @@ var ::= "_" [1-9]
 # neither toward the alert's hazard nor toward an object). Runs of top-level statements
 # (`run_*`, `_runs`) and blocks' bodies (`_bodies`) follow the gripper.
 _MINISPEC_PLAN = r"""
-root ::= lead tail{0,3}
-tail ::= block ";"? run_u_15
 block ::= [2-9] "{" body "}" | "?" condition "{" cbody "}"
 condition ::= comparison (("&" | "|") comparison){0,2}
 comparison ::= call (("==" | "!=" | ">" | "<") value)?
@@ -88,8 +89,6 @@ string ::= "'" [^'\n{};]{1,40} "'"
 obj_c ::= qobj
 qobj_c ::= qobj
 """
-_MINISPEC_LEAD = 'lead ::= run1_u_16 | block ";"? run_u_15\n'
-_MINISPEC_ALERT_LEAD = "lead ::= first_run\n"
 
 _PYTHON = r"""
 root ::= stmt+
@@ -107,8 +106,6 @@ name ::= [a-z_] [a-z0-9_]{0,15}
 # Python plans read one variable, `obj`, and only inside the loop that binds it: call rules
 # come in two scopes, top level (no variable) and a loop body (suffix `_l`, `obj` readable).
 _PYTHON_PLAN = r"""
-block ::= loop | "if " condition ":\n" body ("else:\n" body)?
-loop ::= "for obj in [" obj "]:\n" obody | "for obj in " list ":\n" lbody | "for i in range(" [2-9] "):\n" rbody
 condition ::= "not "? call ((" == " | " != " | " > " | " < ") expr)?
 expr ::= call | number | string | "True" | "False"
 expr_l ::= call_l | number | string | "obj" | "True" | "False"
@@ -119,14 +116,24 @@ qobj_l ::= qobj | "obj"
 aexpr ::= located | number | string | "True" | "False"
 aexpr_l ::= located_l | number | string | "obj" | "True" | "False"
 """
-_PYTHON_LEAD = "root ::= run1_u_16\n"
-_PYTHON_ALERT_LEAD = "root ::= first_run\n"
-_LEADS = {
-    ("minispec", False): _MINISPEC_LEAD,
-    ("minispec", True): _MINISPEC_ALERT_LEAD,
-    ("python", False): _PYTHON_LEAD,
-    ("python", True): _PYTHON_ALERT_LEAD,
-}
+
+
+def _top(syntax: str, alert: bool, grasp_last: bool) -> str:
+    """The plan's top: its runs of statements and, in MiniSpec, up to three blocks each with a
+    run after it. An alert opens with a plain action (`first_run`); any other plan may open
+    with a block. Where the plan may not stop right after a grasp, its last run is an `frun`."""
+    ends_empty = not grasp_last
+    last = "f" if ends_empty else ""
+    if syntax == "python":
+        return f"root ::= {last}{'first_run' if alert else 'run1_u_16'}\n"
+    lines = []
+    for f in ("", "f") if ends_empty else ("",):
+        lead = f"{f}first_run" if alert else f'{f}run1_u_16 | block ";"? {f}run_u_15'
+        lines += [f"{f}lead ::= {lead}", f'{f}tail ::= block ";"? {f}run_u_15']
+    root = "root ::= flead | lead tail{0,2} ftail" if ends_empty else "root ::= lead tail{0,3}"
+    return "\n".join([root, *lines]) + "\n"
+
+
 # A MiniSpec conditional's body (scope `_c`) may act on what its condition searched for.
 _SCOPES = {
     ("minispec", False): ("",),
@@ -308,9 +315,12 @@ _GRAMMARS = {
 
 
 @cache  # per loaded skill set (compared by identity) and kind of grammar
-def _grammar(skill_set: SkillSet, plan: bool, alert: bool = False, unsafe_first: tuple[str, ...] = ()) -> str:
+def _grammar(
+    skill_set: SkillSet, plan: bool, alert: bool = False, unsafe_first: tuple[str, ...] = (), grasp_last: bool = True
+) -> str:
     """The grammar's rules; a plan grammar's object rules (`obj`, `qobj`) are left to the caller.
-    An alert's plan opens with an action (`first`) that moves none of the `unsafe_first` ways."""
+    An alert's plan opens with an action (`first`) that moves none of the `unsafe_first` ways.
+    Without `grasp_last` an arm's plan does not stop right after a grasp."""
     syntax, skills = skill_set.syntax, skill_set.spec.skills
     if syntax not in _ARG_RULES:
         raise ValueError(f"no plan grammar for syntax {syntax!r}")
@@ -328,19 +338,20 @@ def _grammar(skill_set: SkillSet, plan: bool, alert: bool = False, unsafe_first:
                 # A safety gate may leave no query: then an action's argument is a literal.
                 rules.append(f"located{scope} ::= " + (" | ".join(queries) or "number"))
     if plan:
-        rules += _runs(skill_set, alert, unsafe_first) + _bodies(skill_set)
+        rules += _runs(skill_set, alert, unsafe_first, grasp_last) + _bodies(skill_set)
     if plan and syntax == "minispec":
         rules += [
             _said_rule(skill_set, s) for s in skills if s.kind == "action" and any(a.type == "str" for a in s.args)
         ]
-    lead = _LEADS[syntax, alert] if plan else ""
-    return (lead + _GRAMMARS[syntax, plan] + _COMMON).strip() + "\n" + "\n".join(rules) + "\n"
+    top = _top(syntax, alert, grasp_last) if plan else ""
+    return (top + _GRAMMARS[syntax, plan] + _COMMON).strip() + "\n" + "\n".join(rules) + "\n"
 
 
 # The gripper holds one object at a time. Top-level runs of statements track what it holds:
 # unknown at the start and after a block, held after a grasp, empty after a release. Held, it
 # grasps nothing more; empty, it releases nothing. `run_<state>_<n>`: at most n statements from
-# that state (`run1_`: at least one), so a plan still has at most 16 statements in a row.
+# that state (`run1_`: at least one), so a plan still has at most 16 statements in a row. A
+# plan's last run may have to end other than right after a grasp (`frun_*`, state `g`).
 _GRIPPER_STEPS = {  # state -> {what a statement does: the state after it}
     "u": {"other": "u", "grasp": "h", "release": "e"},
     "h": {"other": "h", "release": "e"},
@@ -362,9 +373,11 @@ def _gripper_steps(effects: Iterable[str]) -> dict[str, dict[str, str]]:
     return {state: {e: after for e, after in moves.items() if e in effects} for state, moves in _GRIPPER_STEPS.items()}
 
 
-def _runs(skill_set: SkillSet, alert: bool, unsafe_first: tuple[str, ...]) -> list[str]:
+def _runs(skill_set: SkillSet, alert: bool, unsafe_first: tuple[str, ...], grasp_last: bool = True) -> list[str]:
     """Rules for the top-level runs, and `first_run`: an alert's run, which opens with an action
-    that moves none of the `unsafe_first` ways."""
+    that moves none of the `unsafe_first` ways. Without `grasp_last`, `frun*` and `ffirst_run`
+    too: the same runs, but the last statement of a plan's last run grasps nothing."""
+    ends_empty = not grasp_last
     syntax, end = skill_set.syntax, _STATEMENT_END[skill_set.syntax]
     actions = [s for s in skill_set.spec.skills if s.kind == "action"]
     acts = _calls_by_effect(actions, syntax, "")
@@ -372,22 +385,47 @@ def _runs(skill_set: SkillSet, alert: bool, unsafe_first: tuple[str, ...]) -> li
     # A safety gate may leave no such action: then the gate's own check is what stops a move.
     firsts = _calls_by_effect(safe, syntax, "") if alert and safe else acts
     steps = _gripper_steps(acts)
-    states = {"u", *steps["u"].values()}
+    if ends_empty and "grasp" in acts:  # "g": holding what the last statement grasped
+        steps = {
+            state: {e: "g" if e == "grasp" else after for e, after in moves.items()} for state, moves in steps.items()
+        }
+        steps["g"] = steps["h"]
+    states = {"u", *steps["u"].values(), *(after for moves in steps.values() for after in moves.values())}
     rules = [f"act_{effect} ::= {alternatives}" for effect, alternatives in acts.items()]
+    kinds = ["", "f"] if ends_empty else [""]
     if alert:
         rules += [f"first_{e} ::= {calls}" for e, calls in firsts.items()]
-        rules.append("first_run ::= " + " | ".join(f"first_{e} {end} run_{steps['u'][e]}_15" for e in firsts))
+        for k in kinds:
+            rules.append(
+                f"{k}first_run ::= " + " | ".join(f"first_{e} {end} {k}run_{steps['u'][e]}_15" for e in firsts)
+            )
     options = {state: [(f"act_{e} {end}", after) for e, after in steps[state].items()] for state in states}
     if syntax == "python":
         for state in states:
-            options[state].append(("block", "u"))  # a block's body may grasp or release: unknown after it
+            # A block's body starts from the gripper's state; it may grasp or release, so the
+            # state after it is unknown.
+            entry = "h" if state == "g" else state
+            options[state].append((f"block_{entry}", "u"))
     if states == {"u"}:  # no gripper: a plain repetition
         step = " | ".join(step for step, _ in options["u"])
-        return rules + [f"run1_u_16 ::= ({step}){{1,16}}", f"run_u_15 ::= ({step}){{0,15}}"]
-    for state in sorted(states):
-        for n in range(1, 17):
-            rest = [step if n == 1 else f"{step} run_{after}_{n - 1}" for step, after in options[state]]
-            rules += [f"run1_{state}_{n} ::= " + " | ".join(rest), f"run_{state}_{n} ::= run1_{state}_{n}?"]
+        return rules + [
+            f"{k}{rule}"
+            for k in kinds
+            for rule in (f"run1_u_16 ::= ({step}){{1,16}}", f"run_u_15 ::= ({step}){{0,15}}")
+        ]
+    for k in kinds:
+        for state in sorted(states):
+            may_end = not (k and state == "g")
+            for n in range(1, 17):
+                rest = [
+                    f"{step} {k}run_{after}_{n - 1}" if n > 1 else step
+                    for step, after in options[state]
+                    if n > 1 or not k or after != "g"
+                ]
+                rules += [
+                    f"{k}run1_{state}_{n} ::= " + " | ".join(rest),
+                    f"{k}run_{state}_{n} ::= {k}run1_{state}_{n}" + ("?" if may_end else ""),
+                ]
     return rules
 
 
@@ -431,7 +469,26 @@ def _bodies(skill_set: SkillSet) -> list[str]:
                     if n > 1:
                         options.append(f"{line}{join}{rule}_{after}_{n - 1}")
                 rules.append(f"{rule}_{state}_{n} ::= " + " | ".join(options))
-        rules.append(f"{rule} ::= {rule}_u_{_BODY_STATEMENTS}" + (' ";"?' if syntax == "minispec" else ""))
+        if syntax == "minispec":
+            rules.append(f'{rule} ::= {rule}_u_{_BODY_STATEMENTS} ";"?')
+    if syntax == "python":
+        rules += _python_blocks(gripper=any(s.gripper for s in actions))
+    return rules
+
+
+def _python_blocks(gripper: bool) -> list[str]:
+    """Python's blocks per state of the gripper before them (`block_u`, `block_h`, `block_e`):
+    each body starts from that state."""
+    rules = []
+    for state in ("u", "h", "e") if gripper else ("u",):
+        body, obody, lbody, rbody = (
+            (f"{rule}_{state}_{_BODY_STATEMENTS}" if gripper else rule) for rule in ("body", "obody", "lbody", "rbody")
+        )
+        rules += [
+            f'block_{state} ::= loop_{state} | "if " condition ":\\n" {body} ("else:\\n" {body})?',
+            f'loop_{state} ::= "for obj in [" obj "]:\\n" {obody} | "for obj in " list ":\\n" {lbody}'
+            f' | "for i in range(" [2-9] "):\\n" {rbody}',
+        ]
     return rules
 
 
@@ -461,6 +518,7 @@ class TaskScope:
     task_words: tuple[str, ...] = ()  # word groups of the instruction a search or query may name
     alert: bool = False  # an error follow-up: the plan opens with a plain action
     unsafe_first: tuple[str, ...] = ()  # an alert's: ways its first action must not move (catalog/hazards.py)
+    grasp_last: bool = True  # an arm's plan may stop right after a grasp (the task asks it to hold something)
 
     @classmethod
     def of_task(cls, task_text: str, hazards: bool = True) -> TaskScope:
@@ -471,7 +529,20 @@ class TaskScope:
         objects = tuple(dict.fromkeys(n for n in task.object_names if _nameable(n) and n not in ruled_out))
         alert = task.error_follow_up or (hazards and is_warning(task_text))
         unsafe = unsafe_first_moves(task_text) if alert and hazards else ()
-        return cls(objects, word_groups(task.instruction) if objects else (), alert, unsafe)
+        return cls(objects, word_groups(task.instruction) if objects else (), alert, unsafe, asks_to_hold(task))
+
+
+# Words by which a task asks an arm to end holding something ("pick up the cup", "grab the
+# bottle", "lift it"). Calls quoted in the text (an `[E]` follow-up's plan) are not read.
+_HOLD = re.compile(
+    r"\b(?:pick|picks|grab|grabs|take|takes|lift|lifts|hold|holds|holding|grasp|grasps|get|fetch|raise)\b"
+)
+_QUOTED_CALL = re.compile(r"\b\w+\([^()]*(?:\([^()]*\)[^()]*)*\)")
+
+
+def asks_to_hold(task: TaskText) -> bool:
+    """Whether the instruction asks the arm to hold something at the end (`_HOLD`)."""
+    return _HOLD.search(_QUOTED_CALL.sub(" ", task.instruction.lower())) is not None
 
 
 def _nameable(name: str) -> bool:
@@ -513,7 +584,9 @@ def _names_rule(rule: str, quoted: list[str]) -> str:
 @lru_cache(maxsize=1024)  # a live planner sees the same scenes again and again
 def plan_grammar(skill_set: SkillSet, scope: TaskScope = TaskScope()) -> str:
     """The plans constrained decoding admits for a task (a subset of the syntax), as EBNF."""
-    grammar = _grammar(skill_set, plan=True, alert=scope.alert, unsafe_first=scope.unsafe_first)
+    grammar = _grammar(
+        skill_set, plan=True, alert=scope.alert, unsafe_first=scope.unsafe_first, grasp_last=scope.grasp_last
+    )
     names = {n: q for n in scope.objects if (q := _quoted(n, skill_set.syntax))}
     if not names:  # no scene, or none of its names can be written in this syntax
         return grammar + _ANY_OBJECT
