@@ -244,6 +244,19 @@ def test_a_plan_does_not_stop_right_after_a_grasp_unless_asked_to_hold(task, min
     assert _in_task_grammar("python_arm", f"Scene: [cup, tray]. {task}", python) is admitted
 
 
+def test_a_skill_set_without_a_gripper_keeps_one_small_grammar():
+    import dataclasses
+
+    from llm_planner.catalog.grammar import TaskScope
+
+    drone = load_skill_set("minispec_drone")
+    scope = TaskScope.of_task("Scene: [cup, tray]. Fly to the cup.")
+    assert not scope.grasp_last  # the task asks to hold nothing, but a drone holds nothing
+    grammar = plan_grammar(drone, scope)
+    assert grammar == plan_grammar(drone, dataclasses.replace(scope, grasp_last=True))
+    assert "run1_h_" not in grammar and "frun" not in grammar
+
+
 def test_a_python_block_starts_from_the_gripper_before_it():
     task = "Scene: [cup, lid, tray]. Tidy up, then hold what is left."
     took = _MOVE_CUP + "take('cup')\n"

@@ -322,6 +322,7 @@ def _grammar(
     An alert's plan opens with an action (`first`) that moves none of the `unsafe_first` ways.
     Without `grasp_last` an arm's plan does not stop right after a grasp."""
     syntax, skills = skill_set.syntax, skill_set.spec.skills
+    grasp_last = grasp_last or not any(s.gripper == "grasp" for s in skills)  # a drone's grammar stays as it was
     if syntax not in _ARG_RULES:
         raise ValueError(f"no plan grammar for syntax {syntax!r}")
     rules = []
@@ -390,7 +391,11 @@ def _runs(skill_set: SkillSet, alert: bool, unsafe_first: tuple[str, ...], grasp
             state: {e: "g" if e == "grasp" else after for e, after in moves.items()} for state, moves in steps.items()
         }
         steps["g"] = steps["h"]
-    states = {"u", *steps["u"].values(), *(after for moves in steps.values() for after in moves.values())}
+    states: set[str] = set()
+    reached = {"u"}
+    while reached - states:  # the states a run can reach from the start
+        states |= reached
+        reached = states | {after for state in states for after in steps[state].values()}
     rules = [f"act_{effect} ::= {alternatives}" for effect, alternatives in acts.items()]
     kinds = ["", "f"] if ends_empty else [""]
     if alert:
