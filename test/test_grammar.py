@@ -236,6 +236,7 @@ _TAKE_CUP = _MOVE_CUP + "take('cup')\n"
      "for i in range(2):\n    say('x')\n" + _TAKE_CUP, False),  # after a block too
     ("Pick up the cup.", "g('cup');pk('cup');", _TAKE_CUP, True),  # the task asks it to hold the cup
     ("Grab the cup and keep it.", "g('cup');pk('cup');", _TAKE_CUP, True),
+    ("Hand me the cup.", "g('cup');pk('cup');", _TAKE_CUP, True),  # a hand-over ends holding it
     # an error follow-up's quoted plan is no request to hold
     ("Task: [E] You provided me with plan take('cup'), but it failed.", "g('cup');pk('cup');", _TAKE_CUP, False),
 ])

@@ -28,7 +28,8 @@ Two grammars per skill set:
   plain action, never a block, and where the alert places a hazard or tells of one close by,
   that action moves neither toward it nor toward any object (catalog/hazards.py). An arm's
   plan stops right after a grasp only where the instruction asks it to hold something ("pick
-  up", "grab", "lift"; `asks_to_hold`): "Put the cup on the tray" never ends at `pk('cup')`.
+  up", "grab", "lift", "hand me"; `asks_to_hold`): "Put the cup on the tray" never ends at
+  `pk('cup')`.
 
 MiniSpec  statements end with ';' (optional before '}' and after a block), loops `N{...}`
           (N < 100; in the plan grammar 2-9), conditionals `?a==b&c<d{...}`, assignments
@@ -538,9 +539,11 @@ class TaskScope:
 
 
 # Words by which a task asks an arm to end holding something ("pick up the cup", "grab the
-# bottle", "lift it"). Calls quoted in the text (an `[E]` follow-up's plan) are not read.
+# bottle", "lift it", "hand me the pen": a hand-over ends with the object in the gripper).
+# Calls quoted in the text (an `[E]` follow-up's plan) are not read.
 _HOLD = re.compile(
-    r"\b(?:pick|picks|grab|grabs|take|takes|lift|lifts|hold|holds|holding|grasp|grasps|get|fetch|raise)\b"
+    r"\b(?:pick|picks|grab|grabs|take|takes|lift|lifts|hold|holds|holding|grasp|grasps|get|fetch|raise"
+    r"|bring|brings|hand (?:me|it|over)|give (?:me|it)|pass me)\b"
 )
 _QUOTED_CALL = re.compile(r"\b\w+\([^()]*(?:\([^()]*\)[^()]*)*\)")
 
