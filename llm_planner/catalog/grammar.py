@@ -50,7 +50,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from llm_planner.catalog.hazards import is_warning, unsafe_first_moves
+from llm_planner.catalog.hazards import QUOTED_CALL, is_warning, unsafe_first_moves
 from llm_planner.catalog.referents import unmeant
 from llm_planner.catalog.scene import TaskText, parse_task_text
 from llm_planner.catalog.skills import Skill, SkillSet, expand_regex
@@ -545,12 +545,11 @@ _HOLD = re.compile(
     r"\b(?:pick|picks|grab|grabs|take|takes|lift|lifts|hold|holds|holding|grasp|grasps|get|fetch|raise"
     r"|bring|brings|hand (?:me|it|over)|give (?:me|it)|pass me)\b"
 )
-_QUOTED_CALL = re.compile(r"\b\w+\([^()]*(?:\([^()]*\)[^()]*)*\)")
 
 
 def asks_to_hold(task: TaskText) -> bool:
     """Whether the instruction asks the arm to hold something at the end (`_HOLD`)."""
-    return _HOLD.search(_QUOTED_CALL.sub(" ", task.instruction.lower())) is not None
+    return _HOLD.search(QUOTED_CALL.sub(" ", task.instruction.lower())) is not None
 
 
 def _nameable(name: str) -> bool:

@@ -62,7 +62,8 @@ _HISTORY = re.compile(
     r"|calls completed|original request)\s*:",
     re.IGNORECASE,
 )
-_CALL = re.compile(r"\b\w+\((?:[^()]|\([^()]*\))*\)")
+# A skill call quoted in a task's text (an `[E]` follow-up's plan and history), one level of nesting.
+QUOTED_CALL = re.compile(r"\b\w+\((?:[^()]|\([^()]*\))*\)")
 _ALERT_SEPARATOR = re.compile(r"^\s*[:!]?\s*")
 # The words a warning in plain words opens with, set off by punctuation ("Stop -", not "Stop at").
 _WARNING_CUE = re.compile(
@@ -103,7 +104,7 @@ def alert_account(text: str) -> str:
         account = _warning_account(task.instruction) if not task.error_follow_up else None
         if account is None:
             account = _HISTORY.split(task.instruction, maxsplit=1)[0]
-    return _CALL.sub(" ", account)
+    return QUOTED_CALL.sub(" ", account)
 
 
 def _warning_account(instruction: str) -> str | None:

@@ -81,7 +81,7 @@ def _extreme(group: list[SceneObject], axis: str, end: str) -> str | None:
     is a matter of opinion."""
     ends = []
     for key in ("size", "width") if axis == "size" else (axis,):
-        values = sorted((obj.attributes[key] if key == "width" else _value(obj, key), obj.name) for obj in group)
+        values = sorted((_value(obj, key), obj.name) for obj in group)
         first, second = (values[-1], values[-2]) if end == _HIGH else (values[0], values[1])
         if first[0] == second[0]:
             return None
